@@ -1,0 +1,1 @@
+"""Beam PTransforms and DoFns of the dataset pipelines, and the per-element logic they call."""

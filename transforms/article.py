@@ -1,0 +1,90 @@
+"""Articles as read from the dumps, and the split into passage and rest (ReCoRD §3.1)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from filters.text import count_tokens
+
+HIGHLIGHT_SEP = "\n@highlight\n"
+
+
+@dataclass(frozen=True)
+class Article:
+    """One news article: body paragraphs and highlights, raw characters kept."""
+
+    id: str                      # sha1 of the URL (the .story file stem)
+    paragraphs: tuple[str, ...]
+    highlights: tuple[str, ...]
+    url: str = ""
+    source: str = ""             # "CNN", "Daily mail" or ""
+    split: str = ""              # from the published URL lists
+    origin: str = ""             # where it was read from, for rejects and debugging
+
+    def content_key(self) -> str:
+        """A stable key of the content, used to pick one of several copies deterministically."""
+        import hashlib
+
+        digest = hashlib.sha1()
+        for part in self.paragraphs + ("\0",) + self.highlights:
+            digest.update(part.encode("utf-8"))
+            digest.update(b"\0")
+        return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class PassageSplit:
+    """An article cut into the passage (leading paragraphs + highlights) and the rest."""
+
+    article: Article
+    body: str                    # passage paragraphs joined by single spaces
+    highlight_starts: tuple[int, ...]  # offset of each highlight in `text`
+    rest: tuple[str, ...]        # the remaining paragraphs, in order
+    passage_paragraphs: int
+    tokens: int                  # tokens in `body`
+    text: str = field(default="")  # the published layout (filled in by `make_split`)
+
+    @property
+    def body_end(self) -> int:
+        return len(self.body)
+
+
+def passage_text(body: str, highlights: tuple[str, ...]) -> tuple[str, tuple[int, ...]]:
+    """ReCoRD's layout: body, then "\\n@highlight\\n" + highlight for each; and highlight offsets."""
+    parts = [body]
+    starts = []
+    offset = len(body)
+    for highlight in highlights:
+        offset += len(HIGHLIGHT_SEP)
+        starts.append(offset)
+        parts.append(HIGHLIGHT_SEP + highlight)
+        offset += len(highlight)
+    return "".join(parts), tuple(starts)
+
+
+def make_split(article: Article, n_paragraphs: int, tokens: int) -> PassageSplit:
+    """Build the split that takes the first `n_paragraphs` paragraphs as the passage body."""
+    body = " ".join(article.paragraphs[:n_paragraphs])
+    text, starts = passage_text(body, article.highlights)
+    return PassageSplit(
+        article=article,
+        body=body,
+        highlight_starts=starts,
+        rest=article.paragraphs[n_paragraphs:],
+        passage_paragraphs=n_paragraphs,
+        tokens=tokens,
+        text=text,
+    )
+
+
+def shortest_leading_split(article: Article, min_tokens: int) -> Optional[PassageSplit]:
+    """The shortest run of leading paragraphs with at least `min_tokens` tokens, or None."""
+    total = 0
+    for i, paragraph in enumerate(article.paragraphs):
+        total += count_tokens(paragraph)
+        if total >= min_tokens:
+            return make_split(article, i + 1, total)
+    return None
+
+
+SPLIT_STRATEGIES = {"shortest_leading": shortest_leading_split}
