@@ -1,0 +1,32 @@
+"""Query-sentence filters of ReCoRD stage 2 (§3.2). Each returns KEEP or a named reason."""
+from __future__ import annotations
+
+from typing import Collection, Iterable
+
+from filters import KEEP, Verdict
+from filters.text import ngrams
+
+
+def min_tokens(tokens: list[str], minimum: int) -> Verdict:
+    """Keep sentences with at least `minimum` tokens."""
+    return KEEP if len(tokens) >= minimum else "too_short"
+
+
+def not_question(text: str) -> Verdict:
+    """Reject questions: a sentence ending in '?' (closing quotes and brackets aside)."""
+    return "question" if text.rstrip(" \"'’”)]").endswith("?") else KEEP
+
+
+def no_shared_ngram(tokens: list[str], passage_ngrams: Collection[tuple[str, ...]], n: int) -> Verdict:
+    """Reject sentences sharing any lowercased `n`-gram with the passage."""
+    return "shares_ngram" if ngrams(tokens, n) & set(passage_ngrams) else KEEP
+
+
+def min_entities(chains: list[int], minimum: int) -> Verdict:
+    """Keep sentences with at least `minimum` entity mentions."""
+    return KEEP if len(chains) >= minimum else "no_entity"
+
+
+def entities_in_passage(chains: Iterable[int], passage_chains: Collection[int]) -> Verdict:
+    """Keep sentences whose every entity is coreferent with a mention in the passage."""
+    return KEEP if all(c in passage_chains for c in chains) else "entity_not_in_passage"

@@ -1,0 +1,1 @@
+"""Pipeline entry points and the csdata CLI."""

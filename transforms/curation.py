@@ -1,0 +1,202 @@
+"""Stage 1 of ReCoRD (§3.1): drop duplicate articles, then cut passages from what is left.
+
+Exact duplicates share an id; near duplicates are found with MinHash LSH: each article's
+signature is cut into bands, articles meeting in a band bucket are compared, and an article is
+dropped when it is similar to one with a smaller id. Both global steps group by key (id, band
+bucket), so no worker ever holds the corpus.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+
+import apache_beam as beam
+import numpy as np
+
+from filters.text import tokenize
+from transforms.accounting import Reject, Stage
+from transforms.article import SPLIT_STRATEGIES, Article, PassageSplit
+
+DEDUP_ID = "dedup_exact"
+DEDUP_NEAR = "dedup_near"
+SPLIT = "passage_split"
+
+
+# ---- exact duplicates and URL metadata -------------------------------------------------------
+
+def pick_by_id(grouped: tuple[str, dict[str, list]]) -> Iterator[Union[Article, Reject]]:
+    """Keep one article per id (smallest content key) and attach URL-list metadata."""
+    article_id, groups = grouped
+    copies = sorted(groups["articles"], key=lambda a: (a.content_key(), a.origin))
+    if not copies:
+        return  # an id from the URL lists with no article: nothing was read, nothing to account
+    keep = copies[0]
+    if groups["urls"]:
+        url, source, split = sorted(groups["urls"])[0]
+        keep = replace(keep, url=url, source=source or keep.source, split=split)
+    yield keep
+    for other in copies[1:]:
+        yield Reject(DEDUP_ID, "duplicate_id", article_id, other.origin)
+
+
+class DropDuplicateIds(beam.PTransform):
+    """Group articles by id (joining the URL lists' url, source and split) and keep one each."""
+
+    def __init__(self, url_info: Optional[beam.PCollection] = None):
+        super().__init__()
+        self._url_info = url_info
+
+    def expand(self, articles):
+        keyed = articles | "KeyById" >> beam.Map(lambda a: (a.id, a))
+        if self._url_info is None:
+            urls = articles.pipeline | "NoUrls" >> beam.Create([])
+        else:
+            urls = self._url_info
+        grouped = {"articles": keyed, "urls": urls} | "GroupById" >> beam.CoGroupByKey()
+        return grouped | "Pick" >> Stage(DEDUP_ID, pick_by_id,
+                                         units=lambda g: len(g[1]["articles"]))
+
+
+# ---- near duplicates -------------------------------------------------------------------------
+
+def shingles(article: Article, size: int) -> set[bytes]:
+    """Lowercased word `size`-grams of the article body, as bytes for MinHash."""
+    words = [t.lower() for p in article.paragraphs for t in tokenize(p) if t[0].isalnum()]
+    if len(words) < size:
+        return {" ".join(words).encode("utf-8")} if words else set()
+    return {" ".join(words[i : i + size]).encode("utf-8") for i in range(len(words) - size + 1)}
+
+
+def lsh_bands(threshold: float, num_perm: int) -> tuple[int, int]:
+    """(bands, rows) that datasketch's MinHashLSH picks for this threshold and permutation count."""
+    from datasketch import MinHashLSH
+
+    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    return lsh.b, lsh.r
+
+
+class MinHasher:
+    """MinHash signatures and LSH band keys for articles (datasketch, seeded by the spec)."""
+
+    def __init__(self, threshold: float, num_perm: int, shingle_size: int, seed: int):
+        self.threshold = threshold
+        self.num_perm = num_perm
+        self.shingle_size = shingle_size
+        self.seed = seed
+        self.bands, self.rows = lsh_bands(threshold, num_perm)
+        self._template = None
+
+    def signature(self, article: Article) -> Optional[np.ndarray]:
+        from datasketch import MinHash
+
+        grams = shingles(article, self.shingle_size)
+        if not grams:
+            return None
+        if self._template is None:  # permutations are derived from the seed once, then reused
+            self._template = MinHash(num_perm=self.num_perm, seed=self.seed)
+        minhash = self._template.copy()
+        minhash.update_batch(list(grams))
+        return minhash.hashvalues
+
+    def band_keys(self, signature: np.ndarray) -> list[str]:
+        keys = []
+        for band in range(self.bands):
+            chunk = signature[band * self.rows : (band + 1) * self.rows]
+            keys.append(f"{band}:{hashlib.sha1(chunk.tobytes()).hexdigest()[:20]}")
+        return keys
+
+
+def similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """Estimated Jaccard similarity of two MinHash signatures."""
+    return float(np.mean(a == b))
+
+
+def near_duplicates_in_bucket(members: Sequence[tuple[str, np.ndarray]], threshold: float,
+                              max_bucket: int) -> Iterator[tuple[str, str]]:
+    """(dropped id, kept id) for each member similar to a member with a smaller id.
+
+    Members are compared with the smaller ids before them; past `max_bucket` members only the
+    first `max_bucket` are used as references, so one degenerate bucket cannot go quadratic.
+    """
+    ordered = sorted({m[0]: m for m in members}.values(), key=lambda m: m[0])
+    for j, (doc_id, signature) in enumerate(ordered):
+        for other_id, other in ordered[: min(j, max_bucket)]:
+            if similarity(signature, other) >= threshold:
+                yield doc_id, other_id
+                break
+
+
+class _SignDoFn(beam.DoFn):
+    def __init__(self, hasher: MinHasher):
+        self._hasher = hasher
+
+    def process(self, article: Article) -> Iterator[tuple[str, tuple[str, Any]]]:
+        signature = self._hasher.signature(article)
+        if signature is None:
+            return
+        for key in self._hasher.band_keys(signature):
+            yield key, (article.id, signature)
+
+
+def _mark_or_keep(grouped: tuple[str, dict[str, list]]) -> Iterator[Union[Article, Reject]]:
+    _, groups = grouped
+    for article in groups["articles"]:
+        if groups["similar_to"]:
+            yield Reject(DEDUP_NEAR, "near_duplicate", article.id,
+                         f"similar to {min(groups['similar_to'])}")
+        else:
+            yield article
+
+
+class DropNearDuplicates(beam.PTransform):
+    """MinHash LSH near-duplicate removal, keeping the smallest id of each similar pair."""
+
+    def __init__(self, threshold: float, num_perm: int, shingle_size: int, seed: int,
+                 max_bucket: int = 2000):
+        super().__init__()
+        self._hasher = MinHasher(threshold, num_perm, shingle_size, seed)
+        self._max_bucket = max_bucket
+
+    def expand(self, articles):
+        threshold, max_bucket = self._hasher.threshold, self._max_bucket
+        similar = (
+            articles
+            | "SignAndBand" >> beam.ParDo(_SignDoFn(self._hasher))
+            | "GroupByBand" >> beam.GroupByKey()
+            | "CompareInBucket" >> beam.FlatMap(
+                lambda kv: near_duplicates_in_bucket(list(kv[1]), threshold, max_bucket))
+        )
+        grouped = ({"articles": articles | "KeyById" >> beam.Map(lambda a: (a.id, a)),
+                    "similar_to": similar}
+                   | "JoinMarks" >> beam.CoGroupByKey())
+        return grouped | "Decide" >> Stage(DEDUP_NEAR, _mark_or_keep,
+                                           units=lambda g: len(g[1]["articles"]))
+
+
+# ---- passage split ---------------------------------------------------------------------------
+
+def split_article(article: Article, strategy: str, min_tokens: int,
+                  max_highlights: int) -> Iterable[Union[PassageSplit, Reject]]:
+    """Cut an article into passage and rest, or reject it with the reason."""
+    if not article.highlights:
+        return [Reject(SPLIT, "no_highlights", article.id, article.origin)]
+    if len(article.highlights) > max_highlights:
+        return [Reject(SPLIT, "too_many_highlights", article.id, str(len(article.highlights)))]
+    split = SPLIT_STRATEGIES[strategy](article, min_tokens)
+    if split is None:
+        return [Reject(SPLIT, "passage_too_short", article.id,
+                       f"fewer than {min_tokens} tokens in the whole body")]
+    if not split.rest:
+        return [Reject(SPLIT, "no_rest", article.id, "the passage takes every paragraph")]
+    return [split]
+
+
+def make_split_fn(spec: dict):
+    """The passage-split function configured by the spec's `passage` section."""
+    section = spec["passage"]
+    strategy = section["strategy"]
+    if strategy not in SPLIT_STRATEGIES:
+        raise ValueError(f"unknown passage.strategy {strategy!r}; known: {sorted(SPLIT_STRATEGIES)}")
+    min_tokens, max_highlights = int(section["min_tokens"]), int(section["max_highlights"])
+    return lambda article: split_article(article, strategy, min_tokens, max_highlights)

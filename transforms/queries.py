@@ -1,0 +1,118 @@
+"""Stage 2 of ReCoRD (§3.2): passage entity filter, query-sentence filters and cloze queries.
+
+Ids follow the published dataset: passage id = sha1(URL); query id =
+`{passage id}-{sha1(original sentence, UTF-8)}-{offset of "@placeholder" in the query}`.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Iterator, Union
+
+from filters import passage as passage_filters
+from filters import sentence as sentence_filters
+from filters.text import ngrams, tokenize
+from transforms.accounting import Reject
+from transforms.annotation import AnnotatedArticle, Entity, Sentence
+
+PLACEHOLDER = "@placeholder"
+PASSAGE_STAGE = "passage_filter"
+SENTENCE_STAGE = "sentence_filter"
+SENTENCE_FILTERS = ("min_tokens", "not_question", "no_shared_ngram", "min_entities",
+                    "entities_in_passage")
+
+
+def query_id(passage_id: str, sentence: str, placeholder_start: int) -> str:
+    """The published ReCoRD query id."""
+    digest = hashlib.sha1(sentence.encode("utf-8")).hexdigest()
+    return f"{passage_id}-{digest}-{placeholder_start}"
+
+
+def filter_passage(article: AnnotatedArticle, spec: dict) -> Iterator[Union[AnnotatedArticle, Reject]]:
+    """Keep passages with enough body tokens and distinct entities (spec `passage`)."""
+    section = spec["passage"]
+    verdict = (passage_filters.min_body_tokens(article.split.tokens, int(section["min_tokens"]))
+               or passage_filters.min_distinct_entities((e.chain for e in article.passage_entities),
+                                                        int(section["min_entities"])))
+    if verdict:
+        yield Reject(PASSAGE_STAGE, verdict, article.split.article.id)
+    else:
+        yield article
+
+
+def sentence_verdict(sentence: Sentence, passage_grams: set, passage_chains: set[int],
+                     spec: dict) -> Union[str, None]:
+    """The first failing sentence filter's reason, or None when every filter passes."""
+    section = spec["query"]
+    tokens = tokenize(sentence.text)
+    chains = [e.chain for e in sentence.entities]
+    checks = (
+        lambda: sentence_filters.min_tokens(tokens, int(section["min_tokens"])),
+        lambda: sentence_filters.not_question(sentence.text) if section["reject_questions"] else None,
+        lambda: sentence_filters.no_shared_ngram(tokens, passage_grams, int(section["ngram"])),
+        lambda: sentence_filters.min_entities(chains, int(section["min_entities"])),
+        lambda: (sentence_filters.entities_in_passage(chains, passage_chains)
+                 if section["require_entities_in_passage"] else None),
+    )
+    for check in checks:
+        verdict = check()
+        if verdict:
+            return verdict
+    return None
+
+
+def make_queries(passage_id: str, sentence: Sentence, passage_entities: tuple[Entity, ...]) -> list[dict]:
+    """One cloze query per entity mention of the sentence, with every coreferent passage answer."""
+    rows = []
+    for mention in sentence.entities:
+        query = sentence.text[: mention.start] + PLACEHOLDER + sentence.text[mention.end :]
+        answers = sorted({(e.start, e.end - 1, e.text) for e in passage_entities
+                          if e.chain == mention.chain})
+        rows.append({
+            "query_id": query_id(passage_id, sentence.text, mention.start),
+            "passage_id": passage_id,
+            "query": query,
+            "sentence": sentence.text,
+            "sentence_index": sentence.index,
+            "placeholder_start": mention.start,
+            "mention": mention.text,
+            "label": mention.label,
+            "chain": mention.chain,
+            "answers": [{"start": s, "end": e, "text": t} for s, e, t in answers],
+            "filters_passed": list(SENTENCE_FILTERS),
+        })
+    return rows
+
+
+def sentence_queries(article: AnnotatedArticle, spec: dict) -> Iterator[Union[list[dict], Reject]]:
+    """Per rest sentence: its queries (a list) when it passes every filter, else a Reject."""
+    passage_id = article.split.article.id
+    n = int(spec["query"]["ngram"])
+    # Body and each highlight separately: the "@highlight" markers are layout, not text.
+    passage_grams = set().union(*(ngrams(tokenize(part), n)
+                                  for part in (article.split.body, *article.split.article.highlights)))
+    passage_chains = {e.chain for e in article.passage_entities}
+    for sentence in article.sentences:
+        verdict = sentence_verdict(sentence, passage_grams, passage_chains, spec)
+        if verdict:
+            yield Reject(SENTENCE_STAGE, verdict, f"{passage_id}#s{sentence.index}",
+                         sentence.text[:200])
+        else:
+            yield make_queries(passage_id, sentence, article.passage_entities)
+
+
+def passage_row(article: AnnotatedArticle) -> dict:
+    """The Parquet row of a kept passage (entity `end` inclusive, as in ReCoRD JSON)."""
+    split = article.split
+    return {
+        "passage_id": split.article.id,
+        "source": split.article.source,
+        "url": split.article.url,
+        "split": split.article.split,
+        "text": split.text,
+        "body_end": split.body_end,
+        "passage_paragraphs": split.passage_paragraphs,
+        "rest_paragraphs": len(split.rest),
+        "tokens": split.tokens,
+        "entities": [{"start": e.start, "end": e.end - 1, "text": e.text, "label": e.label,
+                      "chain": e.chain} for e in article.passage_entities],
+    }
