@@ -1,10 +1,10 @@
 """Query-sentence filters of ReCoRD stage 2 (§3.2). Each returns KEEP or a named reason."""
 from __future__ import annotations
 
-from typing import Collection, Iterable
+from typing import Collection, Iterable, Sequence
 
 from filters import KEEP, Verdict
-from filters.text import ngrams
+from filters.text import word_ngrams
 
 
 def min_tokens(tokens: list[str], minimum: int) -> Verdict:
@@ -17,9 +17,17 @@ def not_question(text: str) -> Verdict:
     return "question" if text.rstrip(" \"'’”)]").endswith("?") else KEEP
 
 
-def no_shared_ngram(tokens: list[str], passage_ngrams: Collection[tuple[str, ...]], n: int) -> Verdict:
-    """Reject sentences sharing any lowercased `n`-gram with the passage."""
-    return "shares_ngram" if ngrams(tokens, n) & set(passage_ngrams) else KEEP
+def no_shared_ngram(text: str, passage_grams: Collection[tuple[str, ...]], n: int,
+                    entity_spans: Sequence[tuple[int, int]] = (),
+                    stopwords: Collection[str] = ()) -> Verdict:
+    """Reject sentences sharing a lowercased word `n`-gram with the passage (see `word_ngrams`).
+
+    Words inside `entity_spans` are left out: a query's entities must be named in the passage,
+    so multi-word names ("West Bromwich Albion") are shared by design; the released queries
+    keep such sentences.
+    """
+    grams = word_ngrams(text, n, entity_spans, stopwords)
+    return "shares_ngram" if not grams.isdisjoint(passage_grams) else KEEP
 
 
 def min_entities(chains: list[int], minimum: int) -> Verdict:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import Collection, Sequence
 
 # Words (with inner apostrophes/hyphens, e.g. "don't", "well-known") or single punctuation marks:
 # close to spaCy's and the PTB tokenisation for counting, and dependency-free.
@@ -22,3 +23,23 @@ def ngrams(tokens: list[str], n: int) -> set[tuple[str, ...]]:
     """The set of lowercased n-grams of a token list."""
     lowered = [t.lower() for t in tokens]
     return {tuple(lowered[i : i + n]) for i in range(len(lowered) - n + 1)}
+
+
+def _words(text: str, stopwords: Collection[str]) -> list[str]:
+    return [t for t in tokenize(text) if (t[0].isalnum() or t[0] == "_") and t.lower() not in stopwords]
+
+
+def word_ngrams(text: str, n: int, gaps: Sequence[tuple[int, int]] = (),
+                stopwords: Collection[str] = ()) -> set[tuple[str, ...]]:
+    """Lowercased n-grams of the words of `text`; punctuation and `stopwords` skipped.
+
+    `gaps` are character spans (entity mentions) left out; an n-gram never spans a gap.
+    Punctuation is skipped because ReCoRD's released queries share punctuated n-grams such as
+    ", followed by" with their passages: counting them would drop published queries.
+    """
+    grams: set[tuple[str, ...]] = set()
+    start = 0
+    for gap_start, gap_end in sorted(gaps) + [(len(text), len(text))]:
+        grams |= ngrams(_words(text[start:gap_start], stopwords), n)
+        start = max(start, gap_end)
+    return grams

@@ -109,7 +109,7 @@ def run_record(spec: dict, inputs: Sequence[str], output: str, url_lists: Sequen
                options: Optional[PipelineOptions] = None):
     """Build and run the generator; returns the finished PipelineResult."""
     clear_output(output)
-    pipeline = beam.Pipeline(options=options or PipelineOptions(runner="FnApiRunner"))
+    pipeline = beam.Pipeline(options=options or PipelineOptions(["--runner=FnApiRunner"]))
     pipeline | "GenerateRecord" >> GenerateRecord(spec, inputs, output, url_lists)
     result = pipeline.run()
     result.wait_until_finish()

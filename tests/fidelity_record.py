@@ -2,7 +2,7 @@
 
 For each published passage, rebuild an article: the passage body as its leading paragraph, the
 highlights, and as rest paragraphs the queries' original sentences (the placeholder filled with
-the mention whose sha1 matches the published query id, or with the first answer when the file
+the mention whose sha1 matches the published query id, or with each answer when the file
 carries no ids). Run stages 1-2 on those articles and compare passages, entities, queries, answers
 and ids with the release.
 
@@ -46,23 +46,28 @@ def load_examples(path: str) -> list[dict]:
     return examples
 
 
-def original_sentence(example: dict, qa: dict) -> str:
-    """The query with its placeholder filled back in."""
+def original_sentences(example: dict, qa: dict) -> list[str]:
+    """The query with its placeholder filled back in.
+
+    With a published id, the one mention whose sha1 matches; without one (SuperGLUE files), one
+    variant per answer text and per answer's last word, since the replaced mention is unknown.
+    """
     text = example["text"]
-    candidates = [a["text"] for a in qa["answers"]]
-    candidates += [text[e["start"]: e["end"] + 1] for e in example["entities"]]
+    answers = [a["text"] for a in qa["answers"]]
     if "id" in qa:
         digest = qa["id"].split("-")[1]
+        candidates = answers + [text[e["start"]: e["end"] + 1] for e in example["entities"]]
         for cand in candidates:
             sentence = qa["query"].replace(PLACEHOLDER, cand)
             if hashlib.sha1(sentence.encode("utf-8")).hexdigest() == digest:
-                return sentence
-    return qa["query"].replace(PLACEHOLDER, candidates[0])
+                return [sentence]
+    variants = dict.fromkeys(answers + [a.split()[-1] for a in answers])
+    return [qa["query"].replace(PLACEHOLDER, v) for v in variants]
 
 
 def rebuild(example: dict) -> dict:
     body, *highlights = example["text"].split(HIGHLIGHT_SEP)
-    sentences = list(dict.fromkeys(original_sentence(example, qa) for qa in example["qas"]))
+    sentences = list(dict.fromkeys(s for qa in example["qas"] for s in original_sentences(example, qa)))
     return {"id": example["id"], "article_lines": [body] + sentences, "highlights": highlights}
 
 
@@ -89,7 +94,7 @@ def main() -> None:
     spec = load_spec("record", args.overrides)
     spec["curation"]["near_duplicates"]["enabled"] = False  # the samples repeat passages on purpose
     run_record(spec, [os.path.join(work, "articles.jsonl")], os.path.join(work, "out"),
-               options=PipelineOptions(runner="FnApiRunner"))
+               options=PipelineOptions(["--runner=FnApiRunner"]))
     passages = {r["passage_id"]: r for r in read_table(os.path.join(work, "out"), "passages").to_pylist()}
     queries = read_table(os.path.join(work, "out"), "queries").to_pylist()
     rejects = read_table(os.path.join(work, "out"), "rejects").to_pylist()

@@ -1,7 +1,7 @@
 """Every filter keeps what it should and names its reason for what it rejects."""
 from filters import KEEP
 from filters import passage, sentence
-from filters.text import count_tokens, ngrams, tokenize
+from filters.text import count_tokens, ngrams, tokenize, word_ngrams
 
 
 def test_tokenize_words_and_punctuation():
@@ -36,12 +36,18 @@ def test_sentence_not_question():
     assert sentence.not_question("He said: “Why not?”") == "question"
 
 
+def test_word_ngrams_skip_punctuation():
+    assert word_ngrams("Cyrus, followed by Amy.", 3) == {("cyrus", "followed", "by"),
+                                                        ("followed", "by", "amy")}
+
+
 def test_sentence_no_shared_ngram():
-    passage_grams = ngrams(tokenize("The mayor of Springfield opened a bridge."), 3)
-    assert sentence.no_shared_ngram(tokenize("The Mayor of Shelbyville came too."), passage_grams, 3) \
+    passage_grams = word_ngrams("The mayor of Springfield opened a bridge, followed by a parade.", 3)
+    assert sentence.no_shared_ngram("The Mayor of Shelbyville came too.", passage_grams, 3) \
         == "shares_ngram"
-    assert sentence.no_shared_ngram(tokenize("Mayor Quimby of Springfield came too."), passage_grams, 3) \
-        is KEEP
+    assert sentence.no_shared_ngram("Mayor Quimby of Springfield came too.", passage_grams, 3) is KEEP
+    # Shared punctuated trigrams (", followed by") do not count; word trigrams do.
+    assert sentence.no_shared_ngram("It rained, followed by snow in Ohio.", passage_grams, 3) is KEEP
 
 
 def test_sentence_min_entities():

@@ -63,12 +63,14 @@ def load_spacy(model: str, sentences: str):
 
 _POSSESSIVE = ("'s", "’s", "'", "’")
 _DETERMINERS = ("the ", "The ", "THE ")
+_TRAILING = " \t\u00a0-–—,;:"
 
 
 def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """Trim a leading "the" and a trailing possessive from an entity span, as ReCoRD's spans are.
+    """Trim a leading "the", trailing dashes/commas and a possessive from an entity span.
 
-    ("the White House's" -> "White House"); an empty result comes back as (start, start).
+    ReCoRD's spans have none of them ("the White House's" -> "White House", "Marc Chivers -" ->
+    "Marc Chivers"); an empty result comes back as (start, start).
     """
     span = text[start:end]
     for det in _DETERMINERS:
@@ -76,13 +78,12 @@ def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
             start += len(det)
             span = span[len(det):]
             break
+    span = span.rstrip(_TRAILING)
     for suffix in _POSSESSIVE:
         if span.endswith(suffix) and len(span) > len(suffix):
-            end -= len(suffix)
             span = span[: -len(suffix)]
             break
-    stripped = span.rstrip()
-    return start, start + len(stripped)
+    return start, start + len(span.rstrip(_TRAILING))
 
 
 def _mentions_of(doc, labels: frozenset[str], segment: int, base: int = 0,

@@ -10,7 +10,7 @@ from typing import Iterator, Union
 
 from filters import passage as passage_filters
 from filters import sentence as sentence_filters
-from filters.text import ngrams, tokenize
+from filters.text import tokenize, word_ngrams
 from transforms.accounting import Reject
 from transforms.annotation import AnnotatedArticle, Entity, Sentence
 
@@ -39,8 +39,17 @@ def filter_passage(article: AnnotatedArticle, spec: dict) -> Iterator[Union[Anno
         yield article
 
 
+def ngram_stopwords(spec: dict) -> frozenset[str]:
+    """spaCy's English stop words when `query.ngram_skip_stopwords` is set, else none."""
+    if not spec["query"]["ngram_skip_stopwords"]:
+        return frozenset()
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
 def sentence_verdict(sentence: Sentence, passage_grams: set, passage_chains: set[int],
-                     spec: dict) -> Union[str, None]:
+                     spec: dict, stopwords: frozenset[str] = frozenset()) -> Union[str, None]:
     """The first failing sentence filter's reason, or None when every filter passes."""
     section = spec["query"]
     tokens = tokenize(sentence.text)
@@ -48,7 +57,10 @@ def sentence_verdict(sentence: Sentence, passage_grams: set, passage_chains: set
     checks = (
         lambda: sentence_filters.min_tokens(tokens, int(section["min_tokens"])),
         lambda: sentence_filters.not_question(sentence.text) if section["reject_questions"] else None,
-        lambda: sentence_filters.no_shared_ngram(tokens, passage_grams, int(section["ngram"])),
+        lambda: sentence_filters.no_shared_ngram(
+            sentence.text, passage_grams, int(section["ngram"]),
+            [(e.start, e.end) for e in sentence.entities] if section["ngram_skip_entities"] else (),
+            stopwords),
         lambda: sentence_filters.min_entities(chains, int(section["min_entities"])),
         lambda: (sentence_filters.entities_in_passage(chains, passage_chains)
                  if section["require_entities_in_passage"] else None),
@@ -88,11 +100,12 @@ def sentence_queries(article: AnnotatedArticle, spec: dict) -> Iterator[Union[li
     passage_id = article.split.article.id
     n = int(spec["query"]["ngram"])
     # Body and each highlight separately: the "@highlight" markers are layout, not text.
-    passage_grams = set().union(*(ngrams(tokenize(part), n)
+    stopwords = ngram_stopwords(spec)
+    passage_grams = set().union(*(word_ngrams(part, n, stopwords=stopwords)
                                   for part in (article.split.body, *article.split.article.highlights)))
     passage_chains = {e.chain for e in article.passage_entities}
     for sentence in article.sentences:
-        verdict = sentence_verdict(sentence, passage_grams, passage_chains, spec)
+        verdict = sentence_verdict(sentence, passage_grams, passage_chains, spec, stopwords)
         if verdict:
             yield Reject(SENTENCE_STAGE, verdict, f"{passage_id}#s{sentence.index}",
                          sentence.text[:200])

@@ -1,0 +1,105 @@
+"""`make bench`: ReCoRD stages 1-2 throughput against bare spaCy on the same texts.
+
+Runs the whole generator (read, dedup, MinHash LSH, split, NER + coreference, filters, queries,
+Parquet) in process, then loads the same spaCy pipeline and runs `nlp.pipe` over exactly the
+texts the generator annotates. Both timings include loading the model. Target ratio >= 0.85.
+
+    .venv/bin/python tests/bench_record.py [--input PATTERN ...] [--rounds 3]
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
+
+from data_specs import load_spec  # noqa: E402
+from pipeline.record import run_record  # noqa: E402
+from transforms.accounting import read_summary  # noqa: E402
+from transforms.annotate import load_spacy, split_segments  # noqa: E402
+from transforms.curation import make_split_fn  # noqa: E402
+from transforms.sources import expand_local_inputs, iter_raw_records, parse_raw_record  # noqa: E402
+
+SHARED = os.path.join(ROOT, "..", "shared", "samples", "cnndm")
+
+
+def default_inputs() -> list[str]:
+    """The real CNN/DM samples beside the checkout when present, else the repo's own stories."""
+    if os.path.isdir(SHARED):
+        return [os.path.join(SHARED, "stories"), os.path.join(SHARED, "hf_train_sample.jsonl")]
+    return [os.path.join(ROOT, "tests", "data", "record")]
+
+
+def annotated_texts(inputs: list[str], spec: dict, keep_ids: set[str]) -> list[str]:
+    """The texts the generator hands to spaCy: segments of the splits that reached annotation."""
+    split_fn = make_split_fn(spec)
+    texts = []
+    for path in expand_local_inputs(inputs):
+        for matched in sorted(glob.glob(path)):
+            with open(matched, "rb") as handle:
+                for record in iter_raw_records(matched, handle):
+                    for article in parse_raw_record(record):
+                        if getattr(article, "id", None) in keep_ids:
+                            keep_ids.discard(article.id)
+                            for split in split_fn(article):
+                                if hasattr(split, "body"):
+                                    texts.extend(split_segments(split))
+    return texts
+
+
+def time_pipeline(inputs: list[str], spec: dict, args: list[str]) -> tuple[float, dict, str]:
+    out = tempfile.mkdtemp(prefix="bench-record-")
+    start = time.perf_counter()
+    run_record(spec, inputs, out, options=PipelineOptions(args))
+    return time.perf_counter() - start, read_summary(os.path.join(out, "summary.json")), out
+
+
+def time_bare(texts: list[str], spec: dict) -> float:
+    start = time.perf_counter()
+    nlp = load_spacy(spec["annotator"]["model"], spec["annotator"]["sentences"])
+    for _ in nlp.pipe(texts, batch_size=int(spec["annotator"]["batch_size"])):
+        pass
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--input", action="append")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds; the median is shown")
+    args = parser.parse_args()
+    inputs = args.input or default_inputs()
+    spec = load_spec("record")
+    print(f"inputs: {', '.join(os.path.relpath(i) for i in inputs)}")
+
+    runs = [time_pipeline(inputs, spec, ["--runner=FnApiRunner"]) for _ in range(args.rounds)]
+    seconds = statistics.median(r[0] for r in runs)
+    summary, out = runs[0][1], runs[0][2]
+    articles = summary["stages"]["read"]["kept"]
+    annotated = summary["stages"]["annotate"]["in"]
+
+    from pipeline.export import read_table
+
+    annotated_ids = set(read_table(out, "passages", columns=["passage_id"]).column(0).to_pylist())
+    annotated_ids |= {r["record_id"] for r in read_table(out, "rejects").to_pylist()
+                      if r["stage"] in ("passage_filter", "annotate")}
+    texts = annotated_texts(inputs, spec, set(annotated_ids))
+    bare = statistics.median(time_bare(texts, spec) for _ in range(args.rounds))
+
+    pipeline_rate = articles / seconds
+    bare_rate = articles / bare
+    print(f"articles read: {articles}; annotated: {annotated}; texts through spaCy: {len(texts)}")
+    print(f"stages 1-2 (FnApiRunner, in process): {seconds:7.2f} s  {pipeline_rate:7.2f} articles/s")
+    print(f"bare nlp.pipe on the same texts:     {bare:7.2f} s  {bare_rate:7.2f} articles/s")
+    print(f"ratio (pipeline / bare): {pipeline_rate / bare_rate:.2f}   (target >= 0.85)")
+
+
+if __name__ == "__main__":
+    main()

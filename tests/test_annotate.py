@@ -1,0 +1,61 @@
+"""The spaCy annotator: span trimming, placement in passage/sentence coordinates, model loading."""
+import pytest
+
+from transforms.annotate import ModelUnavailable, SpacyAnnotator, load_spacy, trim_span
+from transforms.article import Article, make_split
+
+
+@pytest.mark.parametrize("raw, trimmed", [
+    ("the White House's", "White House"),
+    ("Marc Chivers -", "Marc Chivers"),
+    ("Morgan’s", "Morgan"),
+    ("Jesus'", "Jesus"),
+    ("The Hague", "Hague"),
+    ("Tracy Morgan", "Tracy Morgan"),
+])
+def test_trim_span(raw, trimmed):
+    text = f"<{raw}>"
+    start, end = trim_span(text, 1, 1 + len(raw))
+    assert text[start:end] == trimmed
+
+
+@pytest.fixture(scope="module")
+def annotator():
+    return SpacyAnnotator(labels=["PERSON", "ORG", "GPE", "NORP", "LOC", "FAC"])
+
+
+def test_annotator_places_entities_and_chains_them(annotator):
+    article = Article(
+        id="a1",
+        paragraphs=("Tracy Morgan met officials from Germany in Berlin on Monday.",
+                    "Later that day, Morgan told German reporters about the trip."),
+        highlights=("Morgan visits Berlin",),
+    )
+    [result] = annotator.annotate([make_split(article, 1, 100)])
+    text = result.split.text
+    assert all(text[e.start:e.end] == e.text for e in result.passage_entities)
+    by_text = {e.text: e.chain for e in result.passage_entities}
+    assert {"Tracy Morgan", "Germany", "Berlin", "Morgan"} <= set(by_text)
+    assert by_text["Morgan"] == by_text["Tracy Morgan"]  # highlight surname -> full name
+    [sentence] = result.sentences
+    assert sentence.text == "Later that day, Morgan told German reporters about the trip."
+    ents = {e.text: e.chain for e in sentence.entities}
+    assert sentence.text[sentence.text.index("Morgan"):][:6] == "Morgan"
+    assert ents["Morgan"] == by_text["Tracy Morgan"]
+    assert ents["German"] == by_text["Germany"]  # demonym
+
+
+def test_sentences_of_the_rest_keep_their_characters(annotator):
+    article = Article(id="a2", paragraphs=("Lead about Paris.",
+                                           "Anna Berg went to Oslo.\u00a0Then “Berg” flew to Rome."),
+                      highlights=("h",))
+    [result] = annotator.annotate([make_split(article, 1, 100)])
+    texts = [s.text for s in result.sentences]
+    assert "".join(texts).replace(" ", "") == article.paragraphs[1].replace(" ", "").replace("\u00a0", "")
+    for s in result.sentences:
+        assert all(s.text[e.start:e.end] == e.text for e in s.entities)
+
+
+def test_missing_model_fails_with_a_clear_message():
+    with pytest.raises(ModelUnavailable, match="not installed"):
+        load_spacy("xx_no_such_model", "senter")
