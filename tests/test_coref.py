@@ -290,3 +290,8 @@ def test_three_hundred_mentions_resolve_quickly() -> None:
     got = chains(*pairs)
     assert time.perf_counter() - started < 2.0
     assert len(set(got)) == 121
+
+
+def test_honorific_makes_a_mislabelled_mention_a_person() -> None:
+    got = chains(("Priya Raman", "PERSON"), ("Dr Raman", "ORG"), ("Raman Institute", "ORG"))
+    assert got == [0, 0, 1]

@@ -11,7 +11,8 @@ them, never used to merge them.
    possessive ending ('s, ’s, a trailing ' or ’) and a leading "the" are stripped. Keys compare
    case-insensitively with dots and hyphens removed ("U.S." == "US", "Wal-Mart" == "Walmart").
    PERSON mentions also lose leading titles ("Mr.", "Sen.", "Prime Minister", ...) and trailing
-   "Jr."/"III"-style suffixes.
+   "Jr."/"III"-style suffixes. A mention of any label that starts with an honorific only people
+   carry ("Dr Raman" tagged ORG) is treated as PERSON.
 2. Places and demonyms (resources/demonyms.tsv). GPE/LOC mentions naming the same place through
    any alias ("UK", "Britain", "United Kingdom") share a chain, and NORP mentions join the place
    their demonym names ("Venezuelans" -> "Venezuela"). A NORP missing from the table links to a
@@ -205,19 +206,26 @@ class _Form:
         return " ".join(self.key)
 
 
+# Honorifics that only people carry: spaCy's small model often labels "Dr Raman" ORG.
+HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "dr", "sir", "dame", "prof", "professor"})
+
+
 def _form(mention: Mention, places: PlaceTable) -> _Form:
     words = clean_words(mention.text)
     titled = False
-    if mention.label == PERSON:
+    label = mention.label
+    if label != PERSON and len(words) > 1 and _fold(words[0]) in HONORIFICS:
+        label = PERSON
+    if label == PERSON:
         words, titled = _strip_person_affixes(words)
     key = tuple(_fold(word) for word in words)
     text = " ".join(key)
     place = None
-    if mention.label in GEO:
+    if label in GEO:
         place = places.aliases.get(text)
-    elif mention.label == NORP:
+    elif label == NORP:
         place = places.demonyms.get(text)
-    return _Form(mention.label, words, key, titled, place)
+    return _Form(label, words, key, titled, place)
 
 
 class _UnionFind:
