@@ -6,6 +6,7 @@ worker process (`apache_beam.utils.shared`) and fed batches from `BatchElements`
 """
 from __future__ import annotations
 
+import bisect
 import importlib
 import logging
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -86,17 +87,14 @@ def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
     return start, start + len(span.rstrip(_TRAILING))
 
 
-def _mentions_of(doc, labels: frozenset[str], segment: int, base: int = 0,
-                 limit: Optional[int] = None, ents=None) -> list[Mention]:
-    """Entity mentions of `doc` (or of `ents`) with trimmed spans, offsets relative to `base`."""
-    found = []
-    for ent in (doc.ents if ents is None else ents):
-        if ent.label_ not in labels or (limit is not None and ent.end_char > limit):
-            continue
-        start, end = trim_span(doc.text, ent.start_char, ent.end_char)
-        if end > start:
-            found.append(Mention(segment, start - base, end - base, doc.text[start:end], ent.label_))
-    return found
+def _mention(text: str, ent, labels: frozenset[str], segment: int, base: int) -> Optional[Mention]:
+    """A trimmed mention of a spaCy entity, offsets relative to `base`, or None."""
+    if ent.label_ not in labels:
+        return None
+    start, end = trim_span(text, ent.start_char, ent.end_char)
+    if end <= start:
+        return None
+    return Mention(segment, start - base, end - base, text[start:end], ent.label_)
 
 
 def split_segments(split: PassageSplit) -> list[str]:
@@ -113,20 +111,32 @@ def assemble(split: PassageSplit, docs: Sequence[Any], labels: frozenset[str],
     placed: list[tuple[str, int]] = []   # ("passage", offset in passage) or ("sentence", index)
     sentence_texts: list[str] = []
     for i, doc in enumerate(docs[: 1 + n_highlights]):
-        for mention in _mentions_of(doc, labels, i):
-            mentions.append(mention)
-            placed.append(("passage", passage_offsets[i]))
-    for doc in docs[1 + n_highlights :]:
-        for sent in doc.sents:
-            text = sent.text.strip()
-            if not text:
-                continue
-            base = sent.start_char + len(sent.text) - len(sent.text.lstrip())
-            segment = 1 + n_highlights + len(sentence_texts)
-            sentence_texts.append(text)
-            for mention in _mentions_of(doc, labels, segment, base, base + len(text), sent.ents):
+        text = doc.text  # built from the tokens on each access: read it once
+        for ent in doc.ents:
+            mention = _mention(text, ent, labels, i, 0)
+            if mention is not None:
                 mentions.append(mention)
-                placed.append(("sentence", len(sentence_texts) - 1))
+                placed.append(("passage", passage_offsets[i]))
+    for doc in docs[1 + n_highlights :]:
+        text = doc.text
+        bounds: list[tuple[int, int, int]] = []  # (start, end, sentence index) in doc characters
+        for sent in doc.sents:
+            raw = text[sent.start_char : sent.end_char]
+            stripped = raw.strip()
+            if stripped:
+                start = sent.start_char + len(raw) - len(raw.lstrip())
+                bounds.append((start, start + len(stripped), len(sentence_texts)))
+                sentence_texts.append(stripped)
+        starts = [b[0] for b in bounds]
+        for ent in doc.ents:
+            at = bisect.bisect_right(starts, ent.start_char) - 1
+            if at < 0 or ent.end_char > bounds[at][1]:
+                continue  # an entity across a sentence boundary belongs to neither
+            start, _, index = bounds[at]
+            mention = _mention(text, ent, labels, 1 + n_highlights + index, start)
+            if mention is not None:
+                mentions.append(mention)
+                placed.append(("sentence", index))
     chains = coreferencer.resolve(mentions)
     passage_entities: list[Entity] = []
     sentence_entities: list[list[Entity]] = [[] for _ in sentence_texts]
@@ -172,6 +182,8 @@ def make_annotator(spec: dict) -> Annotator:
     """Build the annotator named by `spec['annotator']['name']` with its options."""
     options = dict(spec["annotator"])
     name = options.pop("name")
+    for beam_only in ("min_articles_per_call", "max_articles_per_call"):
+        options.pop(beam_only, None)
     if name not in ANNOTATORS:
         raise ValueError(f"unknown annotator {name!r}; known: {sorted(ANNOTATORS)}")
     return ANNOTATORS[name](coref=spec["coref"]["name"], **options)
@@ -227,10 +239,12 @@ class Annotate(beam.PTransform):
         self._spec = spec
 
     def expand(self, splits):
-        batch = int(self._spec["annotator"].get("batch_size", 64))
+        section = self._spec["annotator"]
         results = (
             splits
-            | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=batch)
+            # Whole articles per model call; spaCy batches their texts again (batch_size).
+            | "Batch" >> beam.BatchElements(min_batch_size=int(section["min_articles_per_call"]),
+                                            max_batch_size=int(section["max_articles_per_call"]))
             | "RunModel" >> beam.ParDo(_AnnotateDoFn(self._spec, shared.Shared()))
             .with_outputs(REJECTS, main="annotated")
         )
