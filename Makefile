@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # The venv's bin on PATH: Beam's external worker pool starts a bare `python`.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv demo test bench clean
+.PHONY: venv demo test bench fidelity clean
 
 venv: $(STAMP)
 
@@ -23,6 +23,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) tests/bench_record.py
+
+# Needs the real third-party samples beside the checkout (../shared/samples/record).
+fidelity: $(STAMP)
+	$(PY) tests/fidelity_record.py ../shared/samples/record/*.json*
 
 clean:
 	rm -rf $(VENV) out

@@ -56,11 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = record_cmds.add_parser("export", help="write a run as ReCoRD JSON or SuperGLUE JSONL")
     export.add_argument("run_dir", help="output directory of `csdata record generate`")
-    export.add_argument("--format", choices=["record-json", "superglue-jsonl"], default="record-json")
+    export.add_argument("--format", choices=["record-json", "superglue-jsonl"], default="record-json",
+                        help="record-json: official ReCoRD JSON v1.0 (end inclusive); "
+                             "superglue-jsonl: one passage per line as in SuperGLUE")
     export.add_argument("--output", default="-", help="file to write (default: stdout)")
 
     stats = commands.add_parser("stats", help="ReCoRD Table 1 statistics of a run beside the paper's")
-    stats.add_argument("run_dir")
+    stats.add_argument("run_dir", help="output directory of `csdata record generate`")
     _add_spec_args(stats, "record")
 
     demo = commands.add_parser("demo", help="run the pipelines on the sample inputs in the repo")
@@ -125,6 +127,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+    # Beam warns at import that Google API clients are absent; irrelevant off Google Cloud.
+    logging.getLogger().addFilter(lambda record: "apitools not found" not in record.getMessage())
     if args.command == "record" and args.record_command == "generate":
         return cmd_record_generate(args, extra)
     if extra:

@@ -1,6 +1,7 @@
 """Articles as read from the dumps, and the split into passage and rest (ReCoRD §3.1)."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -23,8 +24,6 @@ class Article:
 
     def content_key(self) -> str:
         """A stable key of the content, used to pick one of several copies deterministically."""
-        import hashlib
-
         digest = hashlib.sha1()
         for part in self.paragraphs + ("\0",) + self.highlights:
             digest.update(part.encode("utf-8"))

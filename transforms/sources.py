@@ -8,6 +8,7 @@ import json
 import os
 import re
 import tarfile
+from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import IO, Iterable, Iterator, Union
 
@@ -169,17 +170,11 @@ def parse_raw_record(record: RawRecord, default_source: str = "") -> Iterator[Un
             yield Reject(STAGE, "malformed_json", origin, str(error)[:200])
             return
         if not article.source:
-            article = _with(article, source=source_from_path(origin) or default_source)
+            article = replace(article, source=source_from_path(origin) or default_source)
     if not article.paragraphs:
         yield Reject(STAGE, "empty_article", article.id, origin)
         return
     yield article
-
-
-def _with(article: Article, **changes) -> Article:
-    from dataclasses import replace
-
-    return replace(article, **changes)
 
 
 def expand_local_inputs(patterns: Iterable[str]) -> list[str]:
