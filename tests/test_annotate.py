@@ -59,3 +59,42 @@ def test_sentences_of_the_rest_keep_their_characters(annotator):
 def test_missing_model_fails_with_a_clear_message():
     with pytest.raises(ModelUnavailable, match="not installed"):
         load_spacy("xx_no_such_model", "senter")
+
+
+class _FailsOnBoom:
+    """A test annotator: raises on any article whose id contains "boom"."""
+
+    name = "fails-on-boom"
+
+    def __init__(self, **_options):
+        pass
+
+    def annotate(self, splits):
+        from transforms.annotation import AnnotatedArticle
+
+        if any("boom" in s.article.id for s in splits):
+            raise RuntimeError("model crashed")
+        return [AnnotatedArticle(s, (), ()) for s in splits]
+
+
+def test_annotate_transform_turns_a_failing_article_into_a_reject():
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from data_specs import apply_overrides, load_spec
+    from tests.conftest import beam_test_pipeline
+    from transforms.annotate import ANNOTATORS, Annotate
+
+    ANNOTATORS["fails-on-boom"] = _FailsOnBoom
+    spec = apply_overrides(load_spec("record"), ["annotator.name=fails-on-boom",
+                                                  "annotator.min_articles_per_call=3"])
+    splits = [make_split(Article(id=i, paragraphs=("p", "q"), highlights=("h",)), 1, 1)
+              for i in ("a", "boom", "c")]
+    try:
+        with beam_test_pipeline() as p:
+            annotated, rejects, _ = p | beam.Create(splits) | Annotate(spec)
+            assert_that(annotated | beam.Map(lambda a: a.split.article.id), equal_to(["a", "c"]))
+            assert_that(rejects | beam.Map(lambda r: (r.stage, r.reason, r.record_id)),
+                        equal_to([("annotate", "annotation_error", "boom")]), label="rejects")
+    finally:
+        del ANNOTATORS["fails-on-boom"]

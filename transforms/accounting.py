@@ -40,6 +40,26 @@ def count_reject(reject: Reject) -> None:
     Metrics.counter(NAMESPACE, f"{reject.stage}.rejected.{reject.reason}").inc()
 
 
+def route(outcomes: Iterable[Outcome], kept_counter) -> Iterator[Any]:
+    """Yield kept values as they are and `Reject`s on the tagged rejects output, counting both."""
+    for outcome in outcomes:
+        if isinstance(outcome, Reject):
+            count_reject(outcome)
+            yield beam.pvalue.TaggedOutput(REJECTS, outcome)
+        else:
+            kept_counter.inc()
+            yield outcome
+
+
+def tally(stage: str, inputs, kept, rejects, units: Callable[[Any], int] = lambda _: 1):
+    """`(stage, outcome)` pairs for `Summarize`: units in (counted from the inputs), kept, rejected."""
+    return (
+        (inputs | "TallyIn" >> beam.FlatMap(lambda x: [(stage, "in")] * units(x))),
+        (kept | "TallyKept" >> beam.Map(lambda _: (stage, "kept"))),
+        (rejects | "TallyRejected" >> beam.Map(lambda r: (stage, "rejected." + r.reason))),
+    ) | "FlattenTallies" >> beam.Flatten()
+
+
 class _ApplyStage(beam.DoFn):
     """Run a per-element function; route `Reject` results to the tagged rejects output."""
 
@@ -51,13 +71,7 @@ class _ApplyStage(beam.DoFn):
         self._kept = Metrics.counter(NAMESPACE, f"{self._stage}.kept")
 
     def process(self, element: Any) -> Iterator[Any]:
-        for outcome in self._fn(element):
-            if isinstance(outcome, Reject):
-                count_reject(outcome)
-                yield beam.pvalue.TaggedOutput(REJECTS, outcome)
-            else:
-                self._kept.inc()
-                yield outcome
+        yield from route(self._fn(element), self._kept)
 
 
 class Stage(beam.PTransform):
@@ -78,12 +92,7 @@ class Stage(beam.PTransform):
     def expand(self, pcoll):
         results = pcoll | "Apply" >> beam.ParDo(_ApplyStage(self._stage, self._fn)).with_outputs(
             REJECTS, main="kept")
-        stage, units = self._stage, self._units
-        tallies = (
-            (pcoll | "TallyIn" >> beam.FlatMap(lambda x: [(stage, "in")] * units(x))),
-            (results.kept | "TallyKept" >> beam.Map(lambda _: (stage, "kept"))),
-            (results[REJECTS] | "TallyRejected" >> beam.Map(lambda r: (stage, "rejected." + r.reason))),
-        ) | "FlattenTallies" >> beam.Flatten()
+        tallies = tally(self._stage, pcoll, results.kept, results[REJECTS], self._units)
         return results.kept, results[REJECTS], tallies
 
 

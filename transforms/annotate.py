@@ -15,7 +15,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.utils import shared
 
-from transforms.accounting import NAMESPACE, REJECTS, Reject, count_reject
+from transforms.accounting import NAMESPACE, REJECTS, Reject, route, tally
 from transforms.annotation import AnnotatedArticle, Annotator, Entity, Mention, Sentence
 from transforms.article import PassageSplit
 from transforms.coref import make_coreferencer
@@ -222,13 +222,7 @@ class _AnnotateDoFn(beam.DoFn):
                 except Exception as error:
                     results.append(Reject(STAGE, "annotation_error", split.article.id,
                                           f"{type(error).__name__}: {error}"[:300]))
-        for result in results:
-            if isinstance(result, Reject):
-                count_reject(result)
-                yield beam.pvalue.TaggedOutput(REJECTS, result)
-            else:
-                self._kept.inc()
-                yield result
+        yield from route(results, self._kept)
 
 
 class Annotate(beam.PTransform):
@@ -248,9 +242,5 @@ class Annotate(beam.PTransform):
             | "RunModel" >> beam.ParDo(_AnnotateDoFn(self._spec, shared.Shared()))
             .with_outputs(REJECTS, main="annotated")
         )
-        tallies = (
-            (splits | "TallyIn" >> beam.Map(lambda _: (STAGE, "in"))),
-            (results.annotated | "TallyKept" >> beam.Map(lambda _: (STAGE, "kept"))),
-            (results[REJECTS] | "TallyRejected" >> beam.Map(lambda r: (STAGE, "rejected." + r.reason))),
-        ) | "FlattenTallies" >> beam.Flatten()
-        return results.annotated, results[REJECTS], tallies
+        return results.annotated, results[REJECTS], tally(STAGE, splits, results.annotated,
+                                                          results[REJECTS])
