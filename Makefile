@@ -12,7 +12,7 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,neural]'
 	touch $(STAMP)
 
 demo: $(STAMP)

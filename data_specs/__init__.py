@@ -75,6 +75,14 @@ def load_schema(dataset: str, table: str) -> pa.Schema:
     """The pyarrow schema of one output table, e.g. `load_schema("record", "queries")`."""
     path = SPEC_DIR / f"{dataset}_schema.yaml"
     tables = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return pa.schema([pa.field(f["name"], _arrow_type(f)) for f in _fields(tables, table, path.name)])
+
+
+def _fields(tables: Mapping[str, Any], table: str, where: str) -> list[Mapping[str, Any]]:
+    """A table's fields; `{extends: other, fields: [...]}` appends fields to another table's."""
     if table not in tables:
-        raise SpecError(f"{path.name} has no table {table!r}")
-    return pa.schema([pa.field(f["name"], _arrow_type(f)) for f in tables[table]])
+        raise SpecError(f"{where} has no table {table!r}")
+    entry = tables[table]
+    if isinstance(entry, Mapping):
+        return _fields(tables, entry["extends"], where) + list(entry["fields"])
+    return list(entry)
