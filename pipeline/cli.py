@@ -54,6 +54,26 @@ def build_parser() -> argparse.ArgumentParser:
                           help="published URL list (all_train.txt ...): url, source, split per article")
     _add_spec_args(generate, "record")
 
+    filter_ = record_cmds.add_parser(
+        "filter", help="stage 3: drop triples a reader answers in k-fold cross-validation",
+        description="Assign folds by hashing passage ids, train a reader per fold on the other "
+                    "folds, and drop the held-out triples it answers correctly. Writes passages/, "
+                    "queries/ (kept), dropped/, rejects/, models/ and summary.json under OUTPUT. "
+                    "Other options go to Beam.")
+    filter_.add_argument("run_dir", help="output directory of `csdata record generate`")
+    filter_.add_argument("--output", required=True)
+    filter_.add_argument("--reader", help="lexical (default), cross-encoder, or predictions:FILE "
+                                          "(a JSON object {query_id: answer} from any external reader)")
+    filter_.add_argument("--folds", type=int, help="number of folds (default: spec filter.folds = 5)")
+    _add_spec_args(filter_, "record")
+
+    evaluate = record_cmds.add_parser(
+        "evaluate", help="ReCoRD's official EM/F1 of predictions on a ReCoRD JSON file",
+        description="Prints {\"exact_match\": ..., \"f1\": ...} on 0-100 scales, as the official "
+                    "v1.0 evaluation script does; a query without a prediction scores 0.")
+    evaluate.add_argument("data", help="ReCoRD JSON (as written by `csdata record export`)")
+    evaluate.add_argument("predictions", help="JSON object {query_id: answer text}")
+
     export = record_cmds.add_parser("export", help="write a run as ReCoRD JSON or SuperGLUE JSONL")
     export.add_argument("run_dir", help="output directory of `csdata record generate`")
     export.add_argument("--format", choices=["record-json", "superglue-jsonl"], default="record-json",
@@ -80,6 +100,47 @@ def cmd_record_generate(args, extra: Sequence[str]) -> int:
     summary = read_summary(f"{args.output.rstrip('/')}/summary.json")
     print(format_summary(summary))
     return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
+
+
+def cmd_record_filter(args, extra: Sequence[str]) -> int:
+    from data_specs import load_spec
+    from pipeline.record import run_filter
+    from transforms.accounting import format_summary
+
+    spec = load_spec(args.spec, args.overrides)
+    summary = run_filter(spec, args.run_dir, args.output, args.reader, args.folds, beam_options(extra))
+    print(format_filter_summary(summary))
+    print(format_summary({"stages": summary["stages"]}))
+    return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
+
+
+def format_filter_summary(summary: dict) -> str:
+    """Per-fold answered rate beside the random baseline (the paper: 68 % answered overall)."""
+    lines = [f"reader: {summary['reader']}",
+             f"{'fold':>4}{'triples':>9}{'answered':>10}{'rate':>8}{'random':>8}"]
+    for fold in summary["folds"]:
+        lines.append(f"{fold['fold']:>4}{fold['triples']:>9}{fold['answered']:>10}"
+                     f"{fold['answered_rate']:>8.1%}{fold['random_baseline']:>8.1%}")
+    lines.append(f"{'all':>4}{summary['in']:>9}{summary['dropped']:>10}"
+                 f"{summary['answered_rate']:>8.1%}{summary['random_baseline']:>8.1%}"
+                 f"   kept {summary['kept']} (paper: 68% answered and dropped)")
+    return "\n".join(lines)
+
+
+def cmd_record_evaluate(args) -> int:
+    import json
+
+    from filters.record_metric import evaluate
+
+    with open(args.data, encoding="utf-8") as handle:
+        data = json.load(handle)["data"]
+    with open(args.predictions, encoding="utf-8") as handle:
+        predictions = json.load(handle)
+    missing = sum(qa["id"] not in predictions for p in data for qa in p["qas"])
+    if missing:
+        print(f"{missing} unanswered queries score 0", file=sys.stderr)
+    print(json.dumps(evaluate(data, predictions)))
+    return 0
 
 
 def cmd_record_export(args) -> int:
@@ -131,10 +192,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.getLogger().addFilter(lambda record: "apitools not found" not in record.getMessage())
     if args.command == "record" and args.record_command == "generate":
         return cmd_record_generate(args, extra)
+    if args.command == "record" and args.record_command == "filter":
+        return cmd_record_filter(args, extra)
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "record" and args.record_command == "export":
         return cmd_record_export(args)
+    if args.command == "record" and args.record_command == "evaluate":
+        return cmd_record_evaluate(args)
     if args.command == "stats":
         return cmd_stats(args)
     if args.command == "demo":

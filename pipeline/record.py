@@ -8,7 +8,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs import load_schema
-from transforms.accounting import Stage, Summarize
+from transforms.accounting import Stage, Summarize, read_summary
 from transforms.annotate import Annotate
 from transforms.curation import (DEDUP_ID, DEDUP_NEAR, SPLIT, DropDuplicateIds,
                                  DropNearDuplicates, make_split_fn)
@@ -17,24 +17,31 @@ from transforms.queries import (PASSAGE_STAGE, SENTENCE_STAGE, filter_passage, p
 from transforms.sources import STAGE as READ_STAGE
 from transforms.sources import ReadArticles, read_url_list
 from transforms.annotate import STAGE as ANNOTATE_STAGE
+from transforms.machine_filter import STAGE as MACHINE_STAGE
+from transforms.machine_filter import MachineFilter, fold_summary, write_json
+from transforms.readers import make_reader
 
 STAGES = [READ_STAGE, DEDUP_ID, DEDUP_NEAR, SPLIT, ANNOTATE_STAGE, PASSAGE_STAGE, SENTENCE_STAGE]
 TABLES = ("passages", "queries", "rejects")
 
 
 class WriteTable(beam.PTransform):
-    """Write dict rows as Parquet shards `{output}/{table}/part-*.parquet` with the spec's schema."""
+    """Write dict rows as Parquet shards `{output}/{table}/part-*.parquet` with the spec's schema.
 
-    def __init__(self, output: str, table: str, num_shards: int = 0):
+    `schema` names the table of data_specs/record_schema.yaml when it differs from `table`.
+    """
+
+    def __init__(self, output: str, table: str, num_shards: int = 0, schema: Optional[str] = None):
         super().__init__()
         self._output = output
         self._table = table
         self._num_shards = num_shards
+        self._schema = schema or table
 
     def expand(self, rows):
         return rows | beam.io.WriteToParquet(
             file_path_prefix=f"{self._output}/{self._table}/part",
-            schema=load_schema("record", self._table),
+            schema=load_schema("record", self._schema),
             file_name_suffix=".parquet",
             num_shards=self._num_shards,
         )
@@ -92,25 +99,87 @@ class GenerateRecord(beam.PTransform):
                 | "Summarize" >> Summarize(f"{out}/summary.json", STAGES))
 
 
-def clear_output(output: str) -> None:
-    """Remove the tables and summary of an earlier run in a local output directory."""
+def clear_output(output: str, tables: Sequence[str] = TABLES,
+                 files: Sequence[str] = ("summary.json",)) -> None:
+    """Remove the tables and summaries of an earlier run in a local output directory."""
     import shutil
 
     if "://" in output:
         return
-    for table in TABLES:
+    for table in tables:
         shutil.rmtree(os.path.join(output, table), ignore_errors=True)
-    summary = os.path.join(output, "summary.json")
-    if os.path.exists(summary):
-        os.remove(summary)
+    for name in files:
+        if os.path.exists(os.path.join(output, name)):
+            os.remove(os.path.join(output, name))
+
+
+def _run(pipeline: beam.Pipeline):
+    result = pipeline.run()
+    result.wait_until_finish()
+    return result
+
+
+def _default_options() -> PipelineOptions:
+    return PipelineOptions(["--runner=FnApiRunner"])
 
 
 def run_record(spec: dict, inputs: Sequence[str], output: str, url_lists: Sequence[str] = (),
                options: Optional[PipelineOptions] = None):
     """Build and run the generator; returns the finished PipelineResult."""
     clear_output(output)
-    pipeline = beam.Pipeline(options=options or PipelineOptions(["--runner=FnApiRunner"]))
+    pipeline = beam.Pipeline(options=options or _default_options())
     pipeline | "GenerateRecord" >> GenerateRecord(spec, inputs, output, url_lists)
-    result = pipeline.run()
-    result.wait_until_finish()
-    return result
+    return _run(pipeline)
+
+
+FILTER_TABLES = ("passages", "queries", "dropped", "rejects", "models")
+FILTER_FILES = ("summary.json", "stages.json", "folds.json")
+
+
+class FilterRecord(beam.PTransform):
+    """Stage 3 from a generate run's Parquet to `output` (kept, dropped, rejects, per-fold stats)."""
+
+    def __init__(self, spec: dict, run_dir: str, output: str, choice: str, folds: int):
+        super().__init__()
+        self._spec, self._run_dir, self._output = spec, run_dir.rstrip("/"), output.rstrip("/")
+        self._choice, self._folds = choice, folds
+
+    def expand(self, pbegin):
+        spec, out = self._spec, self._output
+        shards = int(spec["output"]["num_shards"])
+        section = spec["filter"]
+        passages = pbegin | "ReadPassages" >> beam.io.ReadFromParquet(f"{self._run_dir}/passages/*.parquet")
+        queries = pbegin | "ReadQueries" >> beam.io.ReadFromParquet(f"{self._run_dir}/queries/*.parquet")
+        kept, dropped, rejects, tallies, fold_stats = (passages, queries) | "MachineFilter" >> MachineFilter(
+            make_reader(self._choice, spec), self._choice, out, self._folds, int(spec["seed"]),
+            int(section["max_train_triples"]), int(section["max_triples_per_call"]))
+        passages | "WritePassages" >> WriteTable(out, "passages", shards)
+        kept | "WriteKept" >> WriteTable(out, "queries", shards, schema="filtered_queries")
+        dropped | "WriteDropped" >> WriteTable(out, "dropped", shards, schema="filtered_queries")
+        (rejects | "RejectRows" >> beam.Map(lambda r: r.row())
+         | "WriteRejects" >> WriteTable(out, "rejects", shards))
+        tallies | "Summarize" >> Summarize(f"{out}/stages.json", [MACHINE_STAGE])
+        return (fold_stats
+                | "SumPerFold" >> beam.CombinePerKey(lambda values: tuple(map(sum, zip(*values))))
+                | "CollectFolds" >> beam.combiners.ToList()
+                | "WriteFolds" >> beam.Map(lambda stats: write_json(f"{out}/folds.json",
+                                                                    {"folds": sorted(stats)})))
+
+
+def run_filter(spec: dict, run_dir: str, output: str, choice: Optional[str] = None,
+               folds: Optional[int] = None, options: Optional[PipelineOptions] = None) -> dict:
+    """Run the machine filter and write `summary.json`; returns the summary."""
+    choice = choice or spec["filter"]["reader"]
+    folds = int(folds or spec["filter"]["folds"])
+    if folds < 2:
+        raise ValueError("machine filtering needs at least 2 folds")
+    clear_output(output, FILTER_TABLES, FILTER_FILES)
+    pipeline = beam.Pipeline(options=options or _default_options())
+    pipeline | "FilterRecord" >> FilterRecord(spec, run_dir, output, choice, folds)
+    _run(pipeline)
+    out = output.rstrip("/")
+    stages = read_summary(f"{out}/stages.json")["stages"]
+    fold_stats = [(fold, tuple(values)) for fold, values in read_summary(f"{out}/folds.json")["folds"]]
+    summary = fold_summary(choice, fold_stats, stages)
+    write_json(f"{out}/summary.json", summary)
+    return summary

@@ -17,3 +17,27 @@ def beam_test_pipeline() -> TestPipeline:
 @pytest.fixture
 def test_pipeline():
     return beam_test_pipeline()
+
+
+INPUTS = [str(DATA / "cnn"), str(DATA / "dailymail"), str(DATA / "hf_rows.jsonl")]
+URL_LISTS = [str(p) for p in sorted((DATA / "url_lists").glob("*.txt"))]
+
+
+def generate(output: Path, *beam_args: str) -> int:
+    """`csdata record generate` on the sample corpus with its URL lists."""
+    from pipeline.cli import main
+
+    argv = ["record", "generate", "--output", str(output)]
+    for path in INPUTS:
+        argv += ["--input", path]
+    for path in URL_LISTS:
+        argv += ["--url-list", path]
+    return main(argv + list(beam_args))
+
+
+@pytest.fixture(scope="session")
+def record_run(tmp_path_factory) -> Path:
+    """One generate run on the sample corpus, shared by the end-to-end tests."""
+    output = tmp_path_factory.mktemp("record")
+    assert generate(output) == 0
+    return output

@@ -14,26 +14,13 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.export import read_table
-from tests.conftest import DATA
+from tests.conftest import DATA, generate
 from transforms.article import passage_text
 from transforms.queries import query_id
 from transforms.sources import parse_story
 
 EXPECTED_REASON = {"ok": None, "short": "too_short", "question": "question",
                    "overlap": "shares_ngram", "noent": "no_entity", "absent": "entity_not_in_passage"}
-INPUTS = [str(DATA / "cnn"), str(DATA / "dailymail"), str(DATA / "hf_rows.jsonl")]
-URL_LISTS = [str(p) for p in sorted((DATA / "url_lists").glob("*.txt"))]
-
-
-def generate(output: Path, *beam_args: str) -> int:
-    argv = ["record", "generate", "--output", str(output)]
-    for path in INPUTS:
-        argv += ["--input", path]
-    for path in URL_LISTS:
-        argv += ["--url-list", path]
-    return main(argv + list(beam_args))
-
-
 def rows(output: Path, table: str) -> list[dict]:
     key = {"passages": "passage_id", "queries": "query_id"}.get(table)
     found = read_table(str(output), table).to_pylist()
@@ -41,10 +28,8 @@ def rows(output: Path, table: str) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    output = tmp_path_factory.mktemp("record")
-    assert generate(output) == 0
-    return output
+def run(record_run) -> Path:
+    return record_run
 
 
 @pytest.fixture(scope="module")

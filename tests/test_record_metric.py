@@ -1,4 +1,7 @@
 """The official ReCoRD metric on hand-computed cases and on the real examples' shape."""
+import json
+from pathlib import Path
+
 import pytest
 
 from filters.record_metric import evaluate, exact_match_score, f1_score, is_correct, normalize_answer
@@ -33,3 +36,14 @@ def test_evaluate_small_case_by_hand():
 def test_is_correct_uses_any_reference():
     assert is_correct("morgan", ["Tracy Morgan", "Morgan"])
     assert not is_correct("Tracy", ["Tracy Morgan"])
+
+
+SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "samples" / "record" / "record_v1_dev_2examples.json"
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="real ReCoRD samples not beside the checkout")
+def test_real_release_examples_score_100_with_gold_and_0_without():
+    data = json.loads(SAMPLE.read_text(encoding="utf-8"))["data"]
+    gold = {qa["id"]: qa["answers"][-1]["text"] for p in data for qa in p["qas"]}
+    assert evaluate(data, gold) == {"exact_match": 100.0, "f1": 100.0}
+    assert evaluate(data, {}) == {"exact_match": 0.0, "f1": 0.0}

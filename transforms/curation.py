@@ -28,16 +28,16 @@ SPLIT = "passage_split"
 def pick_by_id(grouped: tuple[str, dict[str, list]]) -> Iterator[Union[Article, Reject]]:
     """Keep one article per id (smallest content key) and attach URL-list metadata."""
     article_id, groups = grouped
+    # An id from the URL lists with no article was never read: nothing to keep or account.
     copies = sorted(groups["articles"], key=lambda a: (a.content_key(), a.origin))
-    if not copies:
-        return  # an id from the URL lists with no article: nothing was read, nothing to account
-    keep = copies[0]
-    if groups["urls"]:
-        url, source, split = sorted(groups["urls"])[0]
-        keep = replace(keep, url=url, source=source or keep.source, split=split)
-    yield keep
-    for other in copies[1:]:
-        yield Reject(DEDUP_ID, "duplicate_id", article_id, other.origin)
+    for i, copy in enumerate(copies):
+        if i:
+            yield Reject(DEDUP_ID, "duplicate_id", article_id, copy.origin)
+        elif groups["urls"]:
+            url, source, split = sorted(groups["urls"])[0]
+            yield replace(copy, url=url, source=source or copy.source, split=split)
+        else:
+            yield copy
 
 
 class DropDuplicateIds(beam.PTransform):
