@@ -74,6 +74,29 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("data", help="ReCoRD JSON (as written by `csdata record export`)")
     evaluate.add_argument("predictions", help="JSON object {query_id: answer text}")
 
+    hits = record_cmds.add_parser("hits", help="stage 4: crowd validation round trip (paper §3.4)")
+    hits_cmds = hits.add_subparsers(dest="hits_command", required=True)
+    hits_export = hits_cmds.add_parser(
+        "export", help="write the crowd-task CSV of a filtered run",
+        description="One row per triple: the passage with entities marked and numbered, the query "
+                    "with the placeholder shown as X, and hidden_* reference columns that must not "
+                    "be shown to workers.")
+    hits_export.add_argument("run_dir", help="output directory of `csdata record filter`")
+    hits_export.add_argument("--output", required=True, help="CSV file to write")
+    _add_spec_args(hits_export, "record")
+    hits_import = hits_cmds.add_parser(
+        "import", help="read worker results, block bad workers, validate triples, draw splits",
+        description="RESULTS.csv columns: worker_id, assignment_id, triple_id, chosen_entity "
+                    "(option number or text), feedback [, submit_time]. Every hits.qc_every "
+                    "submissions each worker's accuracy is recomputed; workers below "
+                    "hits.min_accuracy are blocked and their assignments listed in republish.csv. "
+                    "Writes train/, dev/, test/, passages/, rejects/, workers.csv, summary.json.")
+    hits_import.add_argument("results", help="worker results CSV")
+    hits_import.add_argument("--run", required=True, dest="run_dir",
+                             help="the filtered run the HITs were exported from")
+    hits_import.add_argument("--output", required=True)
+    _add_spec_args(hits_import, "record")
+
     export = record_cmds.add_parser("export", help="write a run as ReCoRD JSON or SuperGLUE JSONL")
     export.add_argument("run_dir", help="output directory of `csdata record generate`")
     export.add_argument("--format", choices=["record-json", "superglue-jsonl"], default="record-json",
@@ -143,6 +166,24 @@ def cmd_record_evaluate(args) -> int:
     return 0
 
 
+def cmd_record_hits(args) -> int:
+    from data_specs import load_spec
+    from pipeline.hits import export_hits, import_results
+    from transforms.accounting import format_summary
+
+    spec = load_spec(args.spec, args.overrides)
+    if args.hits_command == "export":
+        rows = export_hits(args.run_dir, args.output, spec)
+        print(f"{rows} HITs written to {args.output}")
+        return 0
+    summary = import_results(args.run_dir, args.results, args.output, spec)
+    splits = ", ".join(f"{name} {entry['triples']}" for name, entry in summary["splits"].items())
+    print(f"splits: {splits}; workers blocked: {summary['workers']['blocked']} of "
+          f"{summary['workers']['total']} (their assignments: {args.output}/republish.csv)")
+    print(format_summary({"stages": summary["stages"]}))
+    return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
+
+
 def cmd_record_export(args) -> int:
     from pipeline.export import EXPORTERS
 
@@ -200,6 +241,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return cmd_record_export(args)
     if args.command == "record" and args.record_command == "evaluate":
         return cmd_record_evaluate(args)
+    if args.command == "record" and args.record_command == "hits":
+        return cmd_record_hits(args)
     if args.command == "stats":
         return cmd_stats(args)
     if args.command == "demo":

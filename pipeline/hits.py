@@ -68,6 +68,8 @@ HIDDEN_PREFIX = "hidden_"
 HIT_COLUMNS = ("triple_id", "passage_id", "passage", "query", "options",
                HIDDEN_PREFIX + "reference_numbers", HIDDEN_PREFIX + "reference_texts")
 RESULT_COLUMNS = ("worker_id", "assignment_id", "triple_id", "chosen_entity", "feedback")
+REPUBLISH_COLUMNS = ("assignment_id", "triple_id", "worker_id")
+WORKER_COLUMNS = ("worker_id", "submissions", "correct", "accuracy", "blocked", "blocked_after")
 SPLITS = ("train", "dev", "test")
 SHARD = "part-00000-of-00001.parquet"
 
@@ -393,7 +395,8 @@ def assign_splits(triples: Sequence[dict], passages: Mapping[str, dict], tallies
     outcome = Outcome()
     pool: dict[str, list[dict]] = {}
     for query in triples:
-        kind, value = _screen(query, passages.get(query["passage_id"]), tallies.get(query["query_id"]), splits)
+        passage, tally = passages.get(query["passage_id"]), tallies.get(query["query_id"])
+        kind, value = _screen(query, passage, tally, splits)
         if kind == "reject":
             outcome.rejects.append(value)
         elif kind == "train":
@@ -406,7 +409,8 @@ def assign_splits(triples: Sequence[dict], passages: Mapping[str, dict], tallies
     dev, test, rest = draw_eval(pool, spec["seed"], dev_target, test_target)
     outcome.splits["dev"] = [{**row, "split": "dev"} for row in dev]
     outcome.splits["test"] = [{**row, "split": "test"} for row in test]
-    outcome.rejects.extend(_reject(row, NOT_SELECTED, f"{row['correct_answers']} correct") for row in rest)
+    outcome.rejects.extend(_reject(row, NOT_SELECTED, f"{row['correct_answers']} correct; dev/test full")
+                           for row in rest)
     outcome.targets = {"validated": validated, "eval_pool": pool_size,
                        "dev_target": dev_target, "test_target": test_target}
     return outcome
@@ -434,7 +438,8 @@ def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]])
 def _worker_rows(workers: Mapping[str, WorkerState]) -> Iterable[list[Any]]:
     for worker_id, s in workers.items():
         blocked_after = "" if s.blocked_after is None else s.blocked_after
-        yield [worker_id, s.submissions, s.correct, f"{s.accuracy:.4f}", str(s.blocked).lower(), blocked_after]
+        accuracy = f"{s.accuracy:.4f}"
+        yield [worker_id, s.submissions, s.correct, accuracy, str(s.blocked).lower(), blocked_after]
 
 
 def _write_outputs(out: Path, passages: Mapping[str, dict], outcome: Outcome,
@@ -445,25 +450,28 @@ def _write_outputs(out: Path, passages: Mapping[str, dict], outcome: Outcome,
     used = sorted({r["passage_id"] for rows in outcome.splits.values() for r in rows})
     _write_parquet([passages[p] for p in used], "passages", out / "passages")
     _write_parquet(sorted(outcome.rejects, key=lambda r: r["record_id"]), "rejects", out / "rejects")
-    _write_csv(out / "republish.csv", ["assignment_id", "triple_id", "worker_id"],
-               ([s.assignment_id, s.triple_id, s.worker_id] for s in submissions if workers[s.worker_id].blocked))
-    _write_csv(out / "workers.csv", ["worker_id", "submissions", "correct", "accuracy", "blocked", "blocked_after"],
-               _worker_rows(workers))
+    discarded = (s for s in submissions if workers[s.worker_id].blocked)
+    _write_csv(out / "republish.csv", REPUBLISH_COLUMNS,
+               ([s.assignment_id, s.triple_id, s.worker_id] for s in discarded))
+    _write_csv(out / "workers.csv", WORKER_COLUMNS, _worker_rows(workers))
 
 
 def build_summary(inputs: int, excluded: int, outcome: Outcome, submissions: Sequence[Submission],
                   unknown: int, workers: Mapping[str, WorkerState], checkpoints: int) -> dict[str, Any]:
-    """Counts per split, rejects by reason, workers blocked and the in = kept + rejected check."""
+    """Counts per split, rejects by reason, workers blocked and the in = kept + rejected check.
+
+    `stages` has the layout of `csdata record generate`'s summary, so
+    `transforms.accounting.format_summary` prints it and `balanced` flags lost triples.
+    """
     kept = {s: len(rows) for s, rows in outcome.splits.items()}
     reasons = dict(sorted(Counter(r["reason"] for r in outcome.rejects).items()))
     blocked = [w for w, s in workers.items() if s.blocked]
+    stage = {"in": inputs, "kept": sum(kept.values()), "rejected": reasons,
+             "balanced": inputs == sum(kept.values()) + len(outcome.rejects)}
     return {
-        "stage": STAGE,
-        "in": inputs,
-        "kept": kept,
-        "passages": {s: len({r["passage_id"] for r in rows}) for s, rows in outcome.splits.items()},
-        "rejected": reasons,
-        "balanced": inputs == sum(kept.values()) + len(outcome.rejects),
+        "stages": {STAGE: stage},
+        "splits": {s: {"triples": kept[s], "passages": len({r["passage_id"] for r in outcome.splits[s]})}
+                   for s in SPLITS},
         "machine_filtered_excluded": excluded,
         "targets": outcome.targets,
         "submissions": {
