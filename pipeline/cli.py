@@ -17,6 +17,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_DATA = REPO_ROOT / "tests" / "data" / "record"
 
 
+def quiet_beam_import_warning() -> None:
+    """Drop Beam's import-time warning that Google API clients are absent (irrelevant off GCP)."""
+    logging.getLogger().addFilter(lambda record: "apitools not found" not in record.getMessage())
+
+
 def beam_options(extra: Sequence[str]):
     """PipelineOptions from the arguments csdata did not consume, with the offline runner default."""
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -229,8 +234,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
-    # Beam warns at import that Google API clients are absent; irrelevant off Google Cloud.
-    logging.getLogger().addFilter(lambda record: "apitools not found" not in record.getMessage())
+    quiet_beam_import_warning()
     if args.command == "record" and args.record_command == "generate":
         return cmd_record_generate(args, extra)
     if args.command == "record" and args.record_command == "filter":

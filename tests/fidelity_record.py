@@ -21,6 +21,10 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from pipeline.cli import quiet_beam_import_warning  # noqa: E402
+
+quiet_beam_import_warning()
+
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import load_spec  # noqa: E402

@@ -68,3 +68,19 @@ def test_evaluate_command_prints_official_scores(record_run, tmp_path, capsys):
     assert main(["record", "evaluate", str(data), str(tmp_path / "pred.json")]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert scores["exact_match"] == scores["f1"] == 100.0 * len(predictions) / len(queries)
+
+
+def test_cross_encoder_reader_runs_through_the_filter(record_run, tmp_path):
+    out = tmp_path / "cross"
+    small = ["--set", "filter.readers.cross-encoder.max_steps=2",
+             "--set", "filter.readers.cross-encoder.max_length=64",
+             "--set", "filter.readers.cross-encoder.batch_queries=4",
+             "--set", "filter.readers.cross-encoder.max_candidates=4"]
+    assert main(["record", "filter", str(record_run), "--output", str(out), "--folds", "2",
+                 "--reader", "cross-encoder", *small]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reader"] == "cross-encoder" and summary["in"] == summary["kept"] + summary["dropped"]
+    rows = read_table(str(out), "queries").to_pylist() + read_table(str(out), "dropped").to_pylist()
+    passages = {p["passage_id"]: p for p in read_table(str(record_run), "passages").to_pylist()}
+    for row in rows:   # every answer is one of the passage's entities
+        assert row["reader_answer"] in {e["text"] for e in passages[row["passage_id"]]["entities"]}

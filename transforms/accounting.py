@@ -16,6 +16,7 @@ from apache_beam.metrics import Metrics
 
 NAMESPACE = "csdata"
 REJECTS = "rejects"
+TALLIES = "tallies"
 
 
 @dataclass(frozen=True)
@@ -40,38 +41,37 @@ def count_reject(reject: Reject) -> None:
     Metrics.counter(NAMESPACE, f"{reject.stage}.rejected.{reject.reason}").inc()
 
 
-def route(outcomes: Iterable[Outcome], kept_counter) -> Iterator[Any]:
-    """Yield kept values as they are and `Reject`s on the tagged rejects output, counting both."""
+def route(stage: str, units: int, outcomes: Iterable[Outcome], kept_counter) -> Iterator[Any]:
+    """Yield kept values as they are, `Reject`s on the rejects output, and the stage's tallies.
+
+    `units` (how many units of the stage the input element holds) is tallied before the outcomes
+    are looked at, so a stage that loses records shows up as in != kept + rejected.
+    """
+    yield beam.pvalue.TaggedOutput(TALLIES, ((stage, "in"), units))
     for outcome in outcomes:
         if isinstance(outcome, Reject):
             count_reject(outcome)
             yield beam.pvalue.TaggedOutput(REJECTS, outcome)
+            yield beam.pvalue.TaggedOutput(TALLIES, ((stage, "rejected." + outcome.reason), 1))
         else:
             kept_counter.inc()
             yield outcome
-
-
-def tally(stage: str, inputs, kept, rejects, units: Callable[[Any], int] = lambda _: 1):
-    """`(stage, outcome)` pairs for `Summarize`: units in (counted from the inputs), kept, rejected."""
-    return (
-        (inputs | "TallyIn" >> beam.FlatMap(lambda x: [(stage, "in")] * units(x))),
-        (kept | "TallyKept" >> beam.Map(lambda _: (stage, "kept"))),
-        (rejects | "TallyRejected" >> beam.Map(lambda r: (stage, "rejected." + r.reason))),
-    ) | "FlattenTallies" >> beam.Flatten()
+            yield beam.pvalue.TaggedOutput(TALLIES, ((stage, "kept"), 1))
 
 
 class _ApplyStage(beam.DoFn):
     """Run a per-element function; route `Reject` results to the tagged rejects output."""
 
-    def __init__(self, stage: str, fn: Callable[[Any], Iterable[Outcome]]):
+    def __init__(self, stage: str, fn: Callable[[Any], Iterable[Outcome]], units: Callable[[Any], int]):
         self._stage = stage
         self._fn = fn
+        self._units = units
 
     def setup(self) -> None:
         self._kept = Metrics.counter(NAMESPACE, f"{self._stage}.kept")
 
     def process(self, element: Any) -> Iterator[Any]:
-        yield from route(self._fn(element), self._kept)
+        yield from route(self._stage, self._units(element), self._fn(element), self._kept)
 
 
 class Stage(beam.PTransform):
@@ -79,7 +79,7 @@ class Stage(beam.PTransform):
 
     `units(element)` says how many units of this stage an input element holds (1 article, or the
     number of sentences of an article); it is counted apart from `fn`'s outcomes. The result is a
-    `(kept, rejects, tallies)` tuple; tallies are `(stage, outcome)` pairs for `Summarize`.
+    `(kept, rejects, tallies)` tuple; tallies are `((stage, outcome), n)` pairs for `Summarize`.
     """
 
     def __init__(self, stage: str, fn: Callable[[Any], Iterable[Outcome]],
@@ -90,14 +90,13 @@ class Stage(beam.PTransform):
         self._units = units
 
     def expand(self, pcoll):
-        results = pcoll | "Apply" >> beam.ParDo(_ApplyStage(self._stage, self._fn)).with_outputs(
-            REJECTS, main="kept")
-        tallies = tally(self._stage, pcoll, results.kept, results[REJECTS], self._units)
-        return results.kept, results[REJECTS], tallies
+        results = pcoll | "Apply" >> beam.ParDo(
+            _ApplyStage(self._stage, self._fn, self._units)).with_outputs(REJECTS, TALLIES, main="kept")
+        return results.kept, results[REJECTS], results[TALLIES]
 
 
 class Summarize(beam.PTransform):
-    """Count tallies and write `summary.json` ({stage: {in, kept, rejected: {reason: n}}})."""
+    """Sum `((stage, outcome), n)` tallies; write `summary.json` ({stage: {in, kept, rejected}})."""
 
     def __init__(self, path: str, stage_order: list[str]):
         super().__init__()
@@ -108,7 +107,7 @@ class Summarize(beam.PTransform):
         path, order = self._path, self._order
         return (
             tallies
-            | "CountOutcomes" >> beam.combiners.Count.PerElement()
+            | "CountOutcomes" >> beam.CombinePerKey(sum)
             | "CollectCounts" >> beam.combiners.ToList()
             | "WriteSummary" >> beam.Map(lambda counts: write_summary(path, build_summary(counts, order)))
         )

@@ -15,7 +15,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.utils import shared
 
-from transforms.accounting import NAMESPACE, REJECTS, Reject, route, tally
+from transforms.accounting import NAMESPACE, REJECTS, TALLIES, Reject, route
 from transforms.annotation import AnnotatedArticle, Annotator, Entity, Mention, Sentence
 from transforms.article import PassageSplit
 from transforms.coref import make_coreferencer
@@ -222,7 +222,7 @@ class _AnnotateDoFn(beam.DoFn):
                 except Exception as error:
                     results.append(Reject(STAGE, "annotation_error", split.article.id,
                                           f"{type(error).__name__}: {error}"[:300]))
-        yield from route(results, self._kept)
+        yield from route(STAGE, len(batch), results, self._kept)
 
 
 class Annotate(beam.PTransform):
@@ -240,7 +240,6 @@ class Annotate(beam.PTransform):
             | "Batch" >> beam.BatchElements(min_batch_size=int(section["min_articles_per_call"]),
                                             max_batch_size=int(section["max_articles_per_call"]))
             | "RunModel" >> beam.ParDo(_AnnotateDoFn(self._spec, shared.Shared()))
-            .with_outputs(REJECTS, main="annotated")
+            .with_outputs(REJECTS, TALLIES, main="annotated")
         )
-        return results.annotated, results[REJECTS], tally(STAGE, splits, results.annotated,
-                                                          results[REJECTS])
+        return results.annotated, results[REJECTS], results[TALLIES]

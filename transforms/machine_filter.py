@@ -159,7 +159,7 @@ class MachineFilter(beam.PTransform):
         kept, rejects, tallies = predicted | "Decide" >> Stage(STAGE, keep_or_drop)
         rejects = (rejects, orphans) | "AllRejects" >> beam.Flatten()
         orphan_tallies = orphans | "TallyOrphans" >> beam.FlatMap(
-            lambda r: [(STAGE, "in"), (STAGE, "rejected." + r.reason)])
+            lambda r: [((STAGE, "in"), 1), ((STAGE, "rejected." + r.reason), 1)])
         tallies = (tallies, orphan_tallies) | "AllTallies" >> beam.Flatten()
         dropped = (predicted | "Dropped" >> beam.Filter(lambda item: item[0]["reader_correct"])
                    | "DroppedRows" >> beam.Map(lambda item: item[0]))
