@@ -3,29 +3,48 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# WordNet 3.0 for NLTK: Debian's wordnet-base (+ sense index), copied where NLTK looks
+# (sys.prefix/nltk_data), plus the `lexnames` file Debian lacks (from its lexnames(5WN) page).
+WORDNET := $(VENV)/nltk_data/corpora/wordnet
+WORDNET_STAMP := $(WORDNET)/.installed-stamp
+WORDNET_DEBS := $(VENV)/wordnet-debs
 # The venv's bin on PATH: Beam's external worker pool starts a bare `python`.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv demo test bench fidelity clean
 
-venv: $(STAMP)
+venv: $(STAMP) $(WORDNET_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,neural]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+$(WORDNET_STAMP): $(STAMP) data_specs/wordnet_lexnames
+	mkdir -p $(WORDNET)
+	if [ -f /usr/share/wordnet/data.noun ] && [ -f /usr/share/wordnet/index.sense ]; then \
+	  cp /usr/share/wordnet/* $(WORDNET)/; \
+	else \
+	  rm -rf $(WORDNET_DEBS) && mkdir -p $(WORDNET_DEBS) && cd $(WORDNET_DEBS) && \
+	  { apt-get download wordnet-base wordnet-sense-index 2>/dev/null || \
+	    { apt-get update -qq && apt-get download wordnet-base wordnet-sense-index; }; } && \
+	  for deb in *.deb; do dpkg -x $$deb root; done && cd $(CURDIR) && \
+	  cp $(WORDNET_DEBS)/root/usr/share/wordnet/* $(WORDNET)/; \
+	fi
+	cp data_specs/wordnet_lexnames $(WORDNET)/lexnames
+	touch $@
+
+demo: $(STAMP) $(WORDNET_STAMP)
 	$(VENV)/bin/csdata demo --output out/demo
 
-test: $(STAMP)
+test: $(STAMP) $(WORDNET_STAMP)
 	$(PY) -m pytest
 
-bench: $(STAMP)
+bench: $(STAMP) $(WORDNET_STAMP)
 	$(PY) tests/bench_record.py
 
 # Needs the real third-party samples beside the checkout (../shared/samples/record).
-fidelity: $(STAMP)
+fidelity: $(STAMP) $(WORDNET_STAMP)
 	$(PY) tests/fidelity_record.py ../shared/samples/record/*.json*
 
 clean:

@@ -7,8 +7,8 @@ from typing import Optional, Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from data_specs import load_schema
 from transforms.accounting import Stage, Summarize, read_summary
+from transforms.parquet import WriteTable
 from transforms.annotate import Annotate
 from transforms.curation import (DEDUP_ID, DEDUP_NEAR, SPLIT, DropDuplicateIds,
                                  DropNearDuplicates, make_split_fn)
@@ -23,28 +23,6 @@ from transforms.readers import make_reader
 
 STAGES = [READ_STAGE, DEDUP_ID, DEDUP_NEAR, SPLIT, ANNOTATE_STAGE, PASSAGE_STAGE, SENTENCE_STAGE]
 TABLES = ("passages", "queries", "rejects")
-
-
-class WriteTable(beam.PTransform):
-    """Write dict rows as Parquet shards `{output}/{table}/part-*.parquet` with the spec's schema.
-
-    `schema` names the table of data_specs/record_schema.yaml when it differs from `table`.
-    """
-
-    def __init__(self, output: str, table: str, num_shards: int = 0, schema: Optional[str] = None):
-        super().__init__()
-        self._output = output
-        self._table = table
-        self._num_shards = num_shards
-        self._schema = schema or table
-
-    def expand(self, rows):
-        return rows | beam.io.WriteToParquet(
-            file_path_prefix=f"{self._output}/{self._table}/part",
-            schema=load_schema("record", self._schema),
-            file_name_suffix=".parquet",
-            num_shards=self._num_shards,
-        )
 
 
 class GenerateRecord(beam.PTransform):
