@@ -13,6 +13,12 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 DEFAULT_RUNNER = "FnApiRunner"
+# Dataset entry modules besides ReCoRD. Each defines:
+#   add_commands(commands, add_spec_args)  add its `csdata NAME ...` subcommands
+#   run(args, extra, beam_options) -> int   run the parsed subcommand (extra: Beam options)
+#   is_run(path) -> bool, stats(path) -> str   `csdata stats` for its output directories
+#   demo(output_dir, beam_options) -> None   its part of `csdata demo`
+DATASET_MODULES = ("pipeline.cosmos", "pipeline.protoqa")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_DATA = REPO_ROOT / "tests" / "data" / "record"
 
@@ -109,13 +115,24 @@ def build_parser() -> argparse.ArgumentParser:
                              "superglue-jsonl: one passage per line as in SuperGLUE")
     export.add_argument("--output", default="-", help="file to write (default: stdout)")
 
-    stats = commands.add_parser("stats", help="ReCoRD Table 1 statistics of a run beside the paper's")
-    stats.add_argument("run_dir", help="output directory of `csdata record generate`")
+    for module in dataset_modules():
+        module.add_commands(commands, _add_spec_args)
+
+    stats = commands.add_parser("stats", help="a run's statistics beside its paper's Table 1")
+    stats.add_argument("run_dir", help="output directory of a csdata run (ReCoRD, Cosmos QA, ProtoQA)")
     _add_spec_args(stats, "record")
 
     demo = commands.add_parser("demo", help="run the pipelines on the sample inputs in the repo")
     demo.add_argument("--output", default="out/demo")
     return parser
+
+
+def dataset_modules() -> list:
+    """The importable dataset entry modules of `DATASET_MODULES`, in order."""
+    import importlib
+
+    return [importlib.import_module(name) for name in DATASET_MODULES
+            if importlib.util.find_spec(name) is not None]
 
 
 def cmd_record_generate(args, extra: Sequence[str]) -> int:
@@ -205,6 +222,10 @@ def cmd_stats(args) -> int:
     from data_specs import load_spec
     from pipeline.stats import format_table, record_stats
 
+    for module in dataset_modules():
+        if module.is_run(args.run_dir):
+            print(module.stats(args.run_dir))
+            return 0
     spec = load_spec(args.spec, args.overrides)
     print(format_table(record_stats(args.run_dir), spec.get("paper_table1", {})))
     return 0
@@ -212,7 +233,7 @@ def cmd_stats(args) -> int:
 
 def cmd_demo(args, extra: Sequence[str]) -> int:
     from data_specs import load_spec
-    from pipeline.record import run_record
+    from pipeline.record import run_filter, run_record
     from pipeline.stats import format_table, record_stats
     from transforms.accounting import format_summary, read_summary
 
@@ -226,8 +247,16 @@ def cmd_demo(args, extra: Sequence[str]) -> int:
     print(format_summary(summary))
     print()
     print(format_table(record_stats(str(output)), spec["paper_table1"]))
-    print("\nCosmos QA and ProtoQA pipelines: not built yet (issues #4 and #5).")
-    return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
+    filtered = Path(args.output) / "record-filtered"
+    print(f"\nReCoRD stage 3 (machine filter, lexical reader, 5 folds) -> {filtered}")
+    filter_summary = run_filter(spec, str(output), str(filtered), options=beam_options(extra))
+    print(format_filter_summary(filter_summary))
+    balanced = all(s["balanced"] for s in summary["stages"].values())
+    balanced &= all(s["balanced"] for s in filter_summary["stages"].values())
+    for module in dataset_modules():
+        print()
+        module.demo(Path(args.output), lambda: beam_options(extra))
+    return 0 if balanced else 3
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -239,6 +268,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return cmd_record_generate(args, extra)
     if args.command == "record" and args.record_command == "filter":
         return cmd_record_filter(args, extra)
+    for module in dataset_modules():
+        if args.command == module.__name__.rsplit(".", 1)[-1]:
+            return module.run(args, extra, beam_options)
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "record" and args.record_command == "export":
