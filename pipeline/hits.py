@@ -59,6 +59,7 @@ import pyarrow.parquet as pq
 from data_specs import load_schema
 from filters.record_metric import is_correct, normalize_answer
 from pipeline.export import read_table
+from transforms.readers import merge_candidates
 
 PathLike = Union[str, Path]
 
@@ -94,13 +95,9 @@ class Option:
 
 
 def candidate_options(entities: Iterable[Mapping[str, Any]]) -> list[Option]:
-    """The passage's candidates, merged by normalised text, numbered from 1 in order of first mention."""
-    options: dict[str, Option] = {}
-    for ent in sorted(entities or [], key=lambda e: (e["start"], -e["end"])):
-        key = normalize_answer(ent["text"])
-        if key and key not in options:
-            options[key] = Option(len(options) + 1, ent["text"], key)
-    return list(options.values())
+    """The passage's candidates (as the readers see them), numbered from 1 by first mention."""
+    merged = merge_candidates((e["start"], e["end"], e["text"], e["label"]) for e in entities or [])
+    return [Option(i + 1, c.text, normalize_answer(c.text)) for i, c in enumerate(merged)]
 
 
 def mark_passage(text: str, entities: Iterable[Mapping[str, Any]], options: Sequence[Option]) -> str:

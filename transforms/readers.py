@@ -51,8 +51,13 @@ class Candidate:
 
 def candidates(triple: Triple) -> list[Candidate]:
     """The passage's candidate entities in order of first mention, merged by normalised text."""
+    return merge_candidates(triple.entities)
+
+
+def merge_candidates(entities: Iterable[tuple[int, int, str, str]]) -> list[Candidate]:
+    """Candidates from `(start, end inclusive, text, label)` mentions, merged by normalised text."""
     merged: dict[str, list] = {}
-    for start, end, text, label in sorted(triple.entities):
+    for start, end, text, label in sorted(entities):
         key = normalize_answer(text)
         if not key:
             continue
