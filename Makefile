@@ -42,6 +42,7 @@ test: $(STAMP) $(WORDNET_STAMP)
 
 bench: $(STAMP) $(WORDNET_STAMP)
 	$(PY) tests/bench_record.py
+	$(PY) tests/bench_protoqa.py
 
 # Needs the real third-party samples beside the checkout (../shared/samples/record).
 fidelity: $(STAMP) $(WORDNET_STAMP)

@@ -1,0 +1,589 @@
+"""`csdata protoqa ...`: ProtoQA (Boratko et al. 2020) question curation, answer-clustering prep,
+the annotator round trip (sheets, BLANC agreement, adjudication) and the release.
+
+    csdata protoqa questions --input scraped.jsonl --output out/protoqa [--omitted omitted.jsonl]
+    csdata protoqa cluster-prep --answers crowd.csv --output out/protoqa-prep
+    csdata protoqa sheets export --prep out/protoqa-prep --output out/sheets
+    csdata protoqa sheets import --sheet out/sheets/sheet_A.csv --sheet out/sheets/sheet_B.csv --output out/agree
+    csdata protoqa sheets adjudicate --sheet out/agree/adjudication.csv --output out/adjudicated
+    csdata protoqa release --input out/adjudicated/adjudicated.jsonl --output out/protoqa-release
+    csdata stats out/protoqa-release
+
+Only `questions` runs on Beam (corpus scale); the rest handle ~100 answers per question for
+~150 questions and run in plain Python.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = REPO_ROOT / "tests" / "data" / "protoqa"
+RUN_FILE = "run.json"
+
+
+# ---- argument parsing ------------------------------------------------------------------------
+
+def _score_module():
+    import importlib.util
+
+    if importlib.util.find_spec("pipeline.protoqa_score") is None:
+        return None
+    import importlib
+
+    return importlib.import_module("pipeline.protoqa_score")
+
+
+def add_commands(commands, add_spec_args: Callable) -> None:
+    """Add `csdata protoqa ...` to the top-level subparsers."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    protoqa = commands.add_parser(
+        "protoqa", help="ProtoQA: curate questions, prepare and adjudicate answer clusters, release",
+        description=__doc__, formatter_class=fmt)
+    sub = protoqa.add_subparsers(dest="protoqa_command", required=True)
+
+    questions = sub.add_parser(
+        "questions", help="curate scraped questions (Beam): normalise, dedup, class filter, omitted",
+        description="Read protoqa-data JSONL rows (the scraped format: one string per cluster, "
+                    "raw == {string: count}); normalise questions; drop exact duplicates (same "
+                    "normalised question; the smallest id is kept), near duplicates (MinHash LSH "
+                    "over character shingles), excluded question classes "
+                    "(questions.excluded_classes), omitted ids/questions and broken answer lists; "
+                    "flag potentially problematic questions. Writes OUTPUT/questions/ and "
+                    "OUTPUT/rejects/ Parquet, OUTPUT/questions.jsonl (protoqa-data format) and "
+                    "OUTPUT/summary.json. Other options go to Beam.")
+    questions.add_argument("--input", action="append", required=True, metavar="PATTERN",
+                           help="protoqa-data JSONL file or glob (repeatable)")
+    questions.add_argument("--output", required=True, help="output directory (local or gs://)")
+    questions.add_argument("--omitted", action="append", default=[], metavar="PATH",
+                           help="questions to drop: protoqa-data JSONL (omitted.jsonl; matched by id "
+                                "and by normalised question) or one id per line (repeatable)")
+    questions.add_argument("--flagged", action="append", default=[], metavar="PATH",
+                           help="potentially problematic questions to flag (kept, flagged=true): "
+                                "JSONL or one id per line (repeatable)")
+    add_spec_args(questions, "protoqa")
+
+    prep = sub.add_parser(
+        "cluster-prep", help="normalise raw crowd answers and propose clusters for annotators",
+        description="ANSWERS.csv columns: question_id (may be empty), question, answer[, count]; "
+                    "one row per response (~100 per question) or per distinct answer with its "
+                    "count. Answers are normalised (case, whitespace, punctuation, articles and "
+                    "possessives, spaCy lemmas) and joined into proposed clusters by exact "
+                    "normalised match, WordNet synonymy, MiniLM similarity and MinHash "
+                    "near-duplicates (misspellings). Proposals are suggestions, never final. "
+                    "Writes OUTPUT/answers/ and OUTPUT/rejects/ Parquet and OUTPUT/summary.json.")
+    prep.add_argument("--answers", required=True, help="crowd answers CSV")
+    prep.add_argument("--output", required=True)
+    add_spec_args(prep, "protoqa")
+
+    sheets = sub.add_parser("sheets", help="the annotator round trip: export, import (BLANC), adjudicate")
+    sheet_cmds = sheets.add_subparsers(dest="sheets_command", required=True)
+    export = sheet_cmds.add_parser(
+        "export", help="write one annotation sheet per annotator from a cluster-prep run",
+        description="CSV columns: question_id, question, answer, count, fixed_spelling "
+                    "(pre-filled with the answer), proposed_cluster (a suggestion), "
+                    "annotator_cluster (to fill in: a cluster name, or ? / invalid for an "
+                    "answer that belongs to no cluster).")
+    export.add_argument("--prep", required=True, help="output directory of `protoqa cluster-prep`")
+    export.add_argument("--output", required=True, help="directory for sheet_<annotator>.csv")
+    export.add_argument("--annotator", action="append", default=[], metavar="NAME",
+                        help="annotator name (repeatable; default: A and B)")
+    add_spec_args(export, "protoqa")
+
+    imp = sheet_cmds.add_parser(
+        "import", help="read two filled sheets: BLANC per question and overall, disagreements",
+        description="Either two annotator sheets (--sheet A.csv --sheet B.csv; their "
+                    "annotator_cluster columns), or one sheet with both annotators' columns "
+                    "(--sheet stub.csv --columns Alice Bob; the evaluator's stub format). "
+                    "Writes OUTPUT/agreement.json (BLANC x100 per question, macro and micro; "
+                    "Recasens & Hovy 2011 with Luo et al. 2014 for differing mention sets), "
+                    "OUTPUT/disagreements.csv and OUTPUT/adjudication.csv (the adjudicated column "
+                    "pre-filled where the annotators agree, empty where an adjudicator decides).")
+    imp.add_argument("--sheet", action="append", required=True, metavar="CSV",
+                     help="a filled sheet (once or twice)")
+    imp.add_argument("--columns", nargs=2, metavar=("A", "B"),
+                     help="the two label columns (default: annotator_cluster of each sheet, or the "
+                          "first two label columns of a single sheet)")
+    imp.add_argument("--output", required=True)
+    add_spec_args(imp, "protoqa")
+
+    adj = sheet_cmds.add_parser(
+        "adjudicate", help="import the adjudicated clustering as protoqa-data JSONL",
+        description="Reads an adjudication sheet (column `adjudicated`), an annotator sheet "
+                    "(`annotator_cluster`) or a stub sheet (`Combined`). raw = counts per fixed "
+                    "spelling; clusters = answers sharing a label (invalid labels in raw only), "
+                    "numbered by descending count. Writes OUTPUT/adjudicated.jsonl and "
+                    "OUTPUT/summary.json; questions with unlabelled answers are rejected.")
+    adj.add_argument("--sheet", required=True)
+    adj.add_argument("--column", help="label column (default: adjudicated, annotator_cluster or Combined)")
+    adj.add_argument("--output", required=True)
+    add_spec_args(adj, "protoqa")
+
+    release = sub.add_parser(
+        "release", help="coverage filter, protoqa-data JSONL, dev/test split by hash",
+        description="Keeps questions whose top coverage.top_k clusters cover MORE than "
+                    "coverage.min_coverage percent of the answers (denominator: every raw answer "
+                    "when coverage.invalid_in_denominator, else the clustered answers); splits the "
+                    "rest into dev and test by sha1(seed:id) with release.dev_size / test_size. "
+                    "Writes OUTPUT/{dev,test}.jsonl (and unsplit.jsonl), OUTPUT/coverage.json "
+                    "(which questions every reading keeps), OUTPUT/summary.json.")
+    release.add_argument("--input", action="append", required=True, metavar="JSONL",
+                         help="protoqa-data JSONL with clusters (adjudicated.jsonl; repeatable)")
+    release.add_argument("--output", required=True)
+    add_spec_args(release, "protoqa")
+
+    score = _score_module()
+    if score is not None and hasattr(score, "add_score_commands"):
+        score.add_score_commands(sub)
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+def _write_json(path: str, value) -> None:
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.create(path) as handle:
+        handle.write(json.dumps(value, indent=2).encode("utf-8"))
+
+
+def _mark_run(output: str, command: str) -> None:
+    _write_json(f"{output.rstrip('/')}/{RUN_FILE}", {"dataset": "protoqa", "command": command})
+
+
+def _local_dir(output: str) -> Path:
+    path = Path(output)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _tally_summary(stages: dict[str, tuple[int, int, Counter]], order: Sequence[str]) -> dict:
+    from transforms.accounting import build_summary
+
+    counts = []
+    for stage, (n_in, kept, rejected) in stages.items():
+        counts += [((stage, "in"), n_in), ((stage, "kept"), kept)]
+        counts += [((stage, f"rejected.{r}"), n) for r, n in rejected.items()]
+    return build_summary(counts, list(order))
+
+
+def _write_parquet(path: Path, table: str, rows: list[dict]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from data_specs import load_schema
+
+    folder = path / table
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.parquet"):
+        old.unlink()
+    schema = load_schema("protoqa", table)
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / "part-00000-of-00001.parquet")
+
+
+def _balanced(summary: dict) -> bool:
+    return all(s["balanced"] for s in summary["stages"].values())
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8-sig") as handle:
+        return handle.read()
+
+
+def read_records(paths: Sequence[str]) -> list[dict]:
+    records = []
+    for path in paths:
+        for line in _read_text(path).splitlines():
+            if line.strip():
+                records.append(json.loads(line))
+    return records
+
+
+# ---- questions (Beam) ------------------------------------------------------------------------
+
+def run_questions(spec: dict, inputs: Sequence[str], output: str, omitted: Sequence[str] = (),
+                  flagged: Sequence[str] = (), options=None) -> dict:
+    """Question curation on Beam; returns the summary (also in OUTPUT/summary.json)."""
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+
+    from pipeline.record import _default_options, _run, clear_output
+    from transforms.accounting import Summarize, read_summary
+    from transforms.parquet import WriteTable
+    from transforms.protoqa import QUESTION_STAGES, CurateQuestions, read_id_list, scraped_jsonl
+
+    out = output.rstrip("/")
+    clear_output(out, ("questions", "rejects"), ("summary.json", "questions.jsonl", RUN_FILE))
+    omitted_ids, omitted_questions, flagged_ids = [], [], []
+    for path in omitted:
+        ids, texts = read_id_list(path)
+        omitted_ids += ids
+        omitted_questions += texts
+    for path in flagged:
+        flagged_ids += read_id_list(path)[0]
+    shards = int(spec["output"]["num_shards"])
+
+    def write_jsonl(rows):
+        with FileSystems.create(f"{out}/questions.jsonl") as handle:
+            for row in sorted(rows, key=lambda r: r["question_id"]):
+                handle.write((scraped_jsonl(row) + "\n").encode("utf-8"))
+
+    pipeline = beam.Pipeline(options=options or _default_options())
+    lines = pipeline | "Read" >> beam.io.ReadFromText(inputs[0]) if len(inputs) == 1 else (
+        [pipeline | f"Read{i}" >> beam.io.ReadFromText(p) for i, p in enumerate(inputs)]
+        | "FlattenInputs" >> beam.Flatten())
+    rows, rejects, tallies = lines | "CurateQuestions" >> CurateQuestions(
+        spec, omitted_ids, omitted_questions, flagged_ids)
+    rows | "WriteQuestions" >> WriteTable(out, "questions", shards, dataset="protoqa")
+    (rows | "CollectRows" >> beam.combiners.ToList() | "WriteJsonl" >> beam.Map(write_jsonl))
+    (rejects | "RejectRows" >> beam.Map(lambda r: r.row())
+     | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="protoqa"))
+    tallies | "Summarize" >> Summarize(f"{out}/summary.json", QUESTION_STAGES)
+    _run(pipeline)
+    _mark_run(out, "questions")
+    return read_summary(f"{out}/summary.json")
+
+
+# ---- cluster prep ----------------------------------------------------------------------------
+
+def run_cluster_prep(spec: dict, answers_csv: str, output: str, models=None) -> dict:
+    from transforms.protoqa_answers import PREP_STAGES, PROPOSE, READ, prepare_all, read_crowd_answers
+
+    path = _local_dir(output)
+    questions, rejects, n_rows = read_crowd_answers(_read_text(answers_csv))
+    rows = prepare_all(questions, spec, models)
+    rejected = Counter(r.reason for r in rejects)
+    summary = _tally_summary({
+        READ: (n_rows, n_rows - len(rejects), rejected),
+        PROPOSE: (len(questions), len({r["question_id"] for r in rows}), Counter()),
+    }, PREP_STAGES)
+    _write_parquet(path, "answers", rows)
+    _write_parquet(path, "rejects", [r.row() for r in rejects])
+    _write_json(str(path / "summary.json"), summary)
+    _mark_run(str(path), "cluster-prep")
+    return summary
+
+
+def read_prep(prep_dir: str) -> list[dict]:
+    from pipeline.export import read_table
+
+    return read_table(prep_dir, "answers").to_pylist()
+
+
+# ---- sheets ----------------------------------------------------------------------------------
+
+def run_sheets_export(prep_dir: str, output: str, annotators: Sequence[str]) -> list[str]:
+    from transforms.protoqa_release import ANNOTATOR_COLUMNS, export_sheet_rows, write_csv
+
+    path = _local_dir(output)
+    rows = export_sheet_rows(read_prep(prep_dir))
+    written = []
+    for name in annotators or ["A", "B"]:
+        target = path / f"sheet_{name}.csv"
+        write_csv(str(target), ANNOTATOR_COLUMNS, rows)
+        written.append(str(target))
+    return written
+
+
+def run_sheets_import(spec: dict, sheets: Sequence[str], output: str,
+                      columns: Optional[Sequence[str]] = None) -> dict:
+    from transforms.protoqa_release import (ADJUDICATION_COLUMNS, SheetError, adjudication_rows,
+                                            agreement, disagreements, merge_annotators, read_sheet,
+                                            write_csv)
+
+    invalid = spec["sheets"]["invalid_labels"]
+    if len(sheets) == 2:
+        (qa, cols_a), (qb, cols_b) = (read_sheet(_read_text(s)) for s in sheets)
+        col_a = columns[0] if columns else ("annotator_cluster" if "annotator_cluster" in cols_a else cols_a[0])
+        col_b = columns[1] if columns else ("annotator_cluster" if "annotator_cluster" in cols_b else cols_b[0])
+        merged = merge_annotators(qa, col_a, qb, col_b)
+    elif len(sheets) == 1:
+        questions, cols = read_sheet(_read_text(sheets[0]))
+        if columns:
+            col_a, col_b = columns
+        elif len(cols) >= 2:
+            col_a, col_b = cols[0], cols[1]
+        else:
+            raise SheetError("a single sheet needs two annotator columns (see --columns)")
+        merged = merge_annotators(questions, col_a, questions, col_b)
+    else:
+        raise SheetError("give one sheet with two annotator columns, or two sheets")
+    result = agreement(merged, "annotator_a", "annotator_b", invalid,
+                       spec["sheets"]["blanc"]["mentions"])
+    result["annotators"] = ([Path(s).stem for s in sheets] if len(sheets) == 2 and not columns
+                            else [col_a, col_b])
+    result["paper_blanc"] = spec["sheets"]["paper_blanc"]
+    path = _local_dir(output)
+    _write_json(str(path / "agreement.json"), result)
+    disputes = [d for q in merged for d in disagreements(q, "annotator_a", "annotator_b", invalid)]
+    write_csv(str(path / "disagreements.csv"),
+              ["question_id", "question", "answer", "count", "annotator_a", "annotator_b", "kind"],
+              disputes)
+    write_csv(str(path / "adjudication.csv"), ADJUDICATION_COLUMNS, adjudication_rows(merged, invalid))
+    _mark_run(str(path), "sheets-import")
+    result["disagreements"] = len(disputes)
+    return result
+
+
+def format_agreement(result: dict) -> str:
+    lines = [f"BLANC between {result['annotators'][0]} and {result['annotators'][1]} "
+             f"(mentions: {result['mentions']}; x100)",
+             f"{'question':<16}{'BLANC':>8}{'R':>8}{'P':>8}{'clusters':>10}"]
+    for qid, entry in result["per_question"].items():
+        lines.append(f"{qid:<16}{entry['blanc']:>8.2f}{entry['recall']:>8.2f}{entry['precision']:>8.2f}"
+                     f"{entry['clusters_a']:>5}/{entry['clusters_b']:<4}")
+    lines.append(f"overall: macro {result['macro_blanc']:.2f}, micro {result['micro_blanc']:.2f} "
+                 f"over {result['questions']} questions (paper: {result.get('paper_blanc')})")
+    if "disagreements" in result:
+        lines.append(f"{result['disagreements']} answers to adjudicate (disagreements.csv)")
+    return "\n".join(lines)
+
+
+def run_adjudicate(spec: dict, sheet: str, output: str, column: Optional[str] = None) -> dict:
+    from transforms.protoqa_release import (ADJUDICATE, dumps_record, read_sheet,
+                                            record_from_sheet)
+    from transforms.accounting import Reject
+
+    questions, cols = read_sheet(_read_text(sheet))
+    if column is None:
+        column = next((c for c in ("adjudicated", "annotator_cluster", "Combined") if c in cols), None)
+        if column is None:
+            raise ValueError(f"no adjudicated / annotator_cluster / Combined column in {cols}; use --column")
+    invalid = spec["sheets"]["invalid_labels"]
+    records, rejected = [], Counter()
+    rejects = []
+    for question in questions:
+        result = record_from_sheet(question, column, invalid, spec["release"]["source"])
+        if isinstance(result, Reject):
+            rejected[result.reason] += 1
+            rejects.append(result)
+        else:
+            records.append(result)
+    path = _local_dir(output)
+    with open(path / "adjudicated.jsonl", "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(dumps_record(record) + "\n")
+    summary = _tally_summary({ADJUDICATE: (len(questions), len(records), rejected)}, [ADJUDICATE])
+    summary["rejects"] = [r.row() for r in rejects]
+    _write_json(str(path / "summary.json"), summary)
+    _mark_run(str(path), "adjudicate")
+    return summary
+
+
+# ---- release ---------------------------------------------------------------------------------
+
+def run_release(spec: dict, inputs: Sequence[str], output: str) -> dict:
+    from filters.protoqa_curation import coverage_problem
+    from transforms.protoqa_release import (COVERAGE, RELEASE_STAGES, SPLIT, coverage_report,
+                                            coverages, dumps_record, spec_reading, split_records)
+
+    records = read_records(inputs)
+    report = coverage_report(records, spec)
+    reading = spec_reading(spec)
+    top_k, minimum = int(spec["coverage"]["top_k"]), float(spec["coverage"]["min_coverage"])
+    kept, rejected, rejects = [], Counter(), []
+    for record in records:
+        value = coverages(record, top_k)[reading]
+        reason = coverage_problem(value, minimum)
+        if reason:
+            rejected[reason] += 1
+            rejects.append({"stage": COVERAGE, "reason": reason, "record_id": record["metadata"]["id"],
+                            "detail": f"top-{top_k} coverage {value:.2f} ({reading})"})
+        else:
+            kept.append(record)
+    splits = split_records(kept, int(spec["seed"]), int(spec["release"]["dev_size"]),
+                           int(spec["release"]["test_size"]))
+    path = _local_dir(output)
+    for name, items in splits.items():
+        target = path / f"{name}.jsonl"
+        if name == "unsplit" and not items:
+            if target.exists():
+                target.unlink()
+            continue
+        with open(target, "w", encoding="utf-8") as handle:
+            for record in items:
+                handle.write(dumps_record(record) + "\n")
+    split_kept = len(splits["dev"]) + len(splits["test"])
+    summary = _tally_summary({
+        COVERAGE: (len(records), len(kept), rejected),
+        SPLIT: (len(kept), split_kept, Counter({"over_split_sizes": len(splits["unsplit"])})
+                if splits["unsplit"] else Counter()),
+    }, RELEASE_STAGES)
+    summary["splits"] = {name: [r["metadata"]["id"] for r in items] for name, items in splits.items()}
+    summary["rejects"] = rejects
+    _write_json(str(path / "coverage.json"), report)
+    _write_json(str(path / "summary.json"), summary)
+    _mark_run(str(path), "release")
+    return {"summary": summary, "coverage": report}
+
+
+def format_coverage(report: dict) -> str:
+    lines = [f"top-{report['top_k']} coverage rule: keep when coverage > {report['min_coverage']:g} "
+             f"(spec reading: {report['spec_reading']})"]
+    n = len(report["questions"])
+    for name, text in report["readings"].items():
+        dropped = report["dropped"][name]
+        mark = "  <- spec" if name == report["spec_reading"] else ""
+        lines.append(f"  {name:<11} keeps {report['kept'][name]['count']:>4} / {n}  "
+                     f"({text}){mark}")
+        if dropped:
+            lines.append(f"              drops: {', '.join(dropped)}")
+    return "\n".join(lines)
+
+
+# ---- stats -----------------------------------------------------------------------------------
+
+def is_run(path) -> bool:
+    marker = Path(path) / RUN_FILE
+    if not marker.is_file():
+        return False
+    try:
+        return json.loads(marker.read_text(encoding="utf-8")).get("dataset") == "protoqa"
+    except ValueError:
+        return False
+
+
+def _cluster_counts(path: Path, command: str) -> tuple[str, list[list[int]]]:
+    """(what, per question the list of cluster counts) of a run."""
+    if command == "questions":
+        from pipeline.export import read_table
+
+        rows = read_table(path, "questions", ["answers"]).to_pylist()
+        return "scraped questions (one string per cluster)", [[a["count"] for a in r["answers"]] for r in rows]
+    if command == "cluster-prep":
+        per: dict[str, Counter] = {}
+        for row in read_prep(str(path)):
+            per.setdefault(row["question_id"], Counter())[row["proposed_cluster"]] += row["count"]
+        return "proposed clusters (suggestions)", [list(c.values()) for c in per.values()]
+    names = {"release": ["dev.jsonl", "test.jsonl", "unsplit.jsonl"], "adjudicate": ["adjudicated.jsonl"]}
+    files = [str(path / n) for n in names.get(command, []) if (path / n).exists()]
+    records = read_records(files)
+    return f"{command}: {', '.join(Path(f).name for f in files)}", [
+        [c["count"] for c in r["answers"]["clusters"].values()] for r in records]
+
+
+def _histogram(values: Sequence[int], bins: Sequence[tuple[int, int]], label: str, width: int = 40) -> list[str]:
+    counts = [sum(lo <= v <= hi for v in values) for lo, hi in bins]
+    top = max(counts) if counts and max(counts) else 1
+    lines = [label]
+    for (lo, hi), n in zip(bins, counts):
+        name = f"{lo}" if lo == hi else (f"{lo}+" if hi >= 10 ** 6 else f"{lo}-{hi}")
+        lines.append(f"  {name:>7} | {'#' * round(width * n / top):<{width}} {n}")
+    return lines
+
+
+def stats_from_counts(what: str, per_question: list[list[int]], top_k: int = 8) -> str:
+    import statistics
+
+    per_question = [c for c in per_question if c]
+    if not per_question:
+        return f"ProtoQA {what}: no questions"
+    clusters = [len(c) for c in per_question]
+    sizes = [n for c in per_question for n in c]
+    coverage = [100.0 * sum(sorted(c, reverse=True)[:top_k]) / sum(c) if sum(c) else 0.0
+                for c in per_question]
+    lines = [f"ProtoQA {what}",
+             f"{'questions':<28}{len(per_question):>10}",
+             f"{'clusters / question':<28}{statistics.mean(clusters):>10.2f}   "
+             f"(median {statistics.median(clusters):g}, min {min(clusters)}, max {max(clusters)})",
+             f"{'answers / cluster':<28}{statistics.mean(sizes):>10.2f}   "
+             f"(median {statistics.median(sizes):g})",
+             f"{'answers / question':<28}{statistics.mean(sum(c) for c in per_question):>10.2f}",
+             f"{f'top-{top_k} coverage (%)':<28}{statistics.mean(coverage):>10.2f}   "
+             f"(> 85: {sum(v > 85 for v in coverage)} of {len(coverage)})", ""]
+    lines += _histogram(clusters, [(i, i) for i in range(1, 13)] + [(13, 15), (16, 20), (21, 10 ** 6)],
+                        "clusters per question (cf. the paper's Figure 2)")
+    lines.append("")
+    lines += _histogram([int(v) for v in coverage],
+                        [(0, 59), (60, 69), (70, 79), (80, 84), (85, 89), (90, 94), (95, 99), (100, 10 ** 6)],
+                        f"top-{top_k} coverage per question (% of its answers)")
+    return "\n".join(lines)
+
+
+def stats(path) -> str:
+    path = Path(path)
+    command = json.loads((path / RUN_FILE).read_text(encoding="utf-8"))["command"]
+    if command == "sheets-import":
+        return format_agreement(json.loads((path / "agreement.json").read_text(encoding="utf-8")))
+    what, per_question = _cluster_counts(path, command)
+    return stats_from_counts(what, per_question)
+
+
+# ---- run and demo ----------------------------------------------------------------------------
+
+def run(args, extra: Sequence[str], beam_options) -> int:
+    from data_specs import load_spec
+    from transforms.accounting import format_summary
+
+    score = _score_module()
+    if score is not None and hasattr(score, "run_score_command"):
+        result = score.run_score_command(args)
+        if result is not None:
+            return result
+    command = args.protoqa_command
+    if command != "questions" and extra:
+        raise SystemExit(f"csdata protoqa {command}: unrecognized arguments: {' '.join(extra)}")
+    spec = load_spec(args.spec, args.overrides)
+    if command == "questions":
+        summary = run_questions(spec, args.input, args.output, args.omitted, args.flagged,
+                                beam_options(extra))
+        print(format_summary(summary))
+        return 0 if _balanced(summary) else 3
+    if command == "cluster-prep":
+        summary = run_cluster_prep(spec, args.answers, args.output)
+        print(format_summary(summary))
+        return 0 if _balanced(summary) else 3
+    if command == "sheets":
+        if args.sheets_command == "export":
+            for path in run_sheets_export(args.prep, args.output, args.annotator):
+                print(path)
+            return 0
+        if args.sheets_command == "import":
+            print(format_agreement(run_sheets_import(spec, args.sheet, args.output, args.columns)))
+            return 0
+        if args.sheets_command == "adjudicate":
+            summary = run_adjudicate(spec, args.sheet, args.output, args.column)
+            print(format_summary(summary))
+            return 0 if _balanced(summary) else 3
+    if command == "release":
+        result = run_release(spec, args.input, args.output)
+        print(format_coverage(result["coverage"]))
+        splits = result["summary"]["splits"]
+        print("splits: " + ", ".join(f"{k} {len(v)}" for k, v in splits.items()))
+        print(format_summary(result["summary"]))
+        return 0 if _balanced(result["summary"]) else 3
+    raise SystemExit(f"unknown protoqa command {command!r}")
+
+
+def demo(output_dir: Path, make_options) -> None:
+    """ProtoQA on the invented samples in tests/data/protoqa (sample inputs, not real data)."""
+    from data_specs import load_spec
+    from transforms.accounting import format_summary
+
+    spec = load_spec("protoqa")
+    out = Path(output_dir) / "protoqa"
+    rel = SAMPLES.relative_to(REPO_ROOT)
+    print(f"ProtoQA question curation on {rel}/scraped.jsonl -> {out / 'questions'}")
+    summary = run_questions(spec, [str(SAMPLES / "scraped.jsonl")], str(out / "questions"),
+                            [str(SAMPLES / "omitted.jsonl")], [str(SAMPLES / "flagged.txt")],
+                            make_options())
+    print(format_summary(summary))
+    print(f"\nProtoQA cluster prep on {rel}/crowd_answers.csv -> {out / 'prep'}")
+    print(format_summary(run_cluster_prep(spec, str(SAMPLES / "crowd_answers.csv"), str(out / "prep"))))
+    run_sheets_export(str(out / "prep"), str(out / "sheets"), ["A", "B"])
+    print(f"\nProtoQA sheets: blank sheets in {out / 'sheets'}; agreement of the SAMPLE filled sheets "
+          f"{rel}/sheets/annotator_{{a,b}}.csv (invented sample inputs)")
+    print(format_agreement(run_sheets_import(
+        spec, [str(SAMPLES / "sheets" / "annotator_a.csv"), str(SAMPLES / "sheets" / "annotator_b.csv")],
+        str(out / "agreement"))))
+    print(f"\nProtoQA adjudication of the SAMPLE sheet {rel}/sheets/adjudicated.csv and release")
+    print(format_summary(run_adjudicate(spec, str(SAMPLES / "sheets" / "adjudicated.csv"),
+                                        str(out / "adjudicated"))))
+    result = run_release(spec, [str(out / "adjudicated" / "adjudicated.jsonl")], str(out / "release"))
+    print(format_coverage(result["coverage"]))
+    print(format_summary(result["summary"]))
+    print()
+    print(stats(out / "release"))
