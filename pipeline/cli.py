@@ -260,10 +260,10 @@ def cmd_demo(args, extra: Sequence[str]) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    quiet_beam_import_warning()   # before the dataset modules import Beam
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
-    quiet_beam_import_warning()
     if args.command == "record" and args.record_command == "generate":
         return cmd_record_generate(args, extra)
     if args.command == "record" and args.record_command == "filter":
