@@ -1,4 +1,4 @@
-"""`csdata`: regenerate ReCoRD (and later Cosmos QA and ProtoQA) with Apache Beam.
+"""`csdata`: regenerate ReCoRD, Cosmos QA and ProtoQA with Apache Beam.
 
 Unknown options are passed to Beam, so `--runner`, `--direct_running_mode=multi_processing`,
 `--project`, `--temp_location`, `--setup_file` ... work as in any Beam program. Without
