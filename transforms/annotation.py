@@ -55,6 +55,30 @@ class AnnotatedArticle:
     sentences: tuple[Sentence, ...]
 
 
+@dataclass(frozen=True)
+class DocumentAnnotation:
+    """Annotations of a whole article made by an external tool, in document coordinates.
+
+    Offsets index `transforms.article.article_document(article)`: the DeepMind story string
+    (paragraphs joined by blank lines, then "\n\n@highlight\n\n" + each highlight).
+    `chains[i]` is the coreference chain of `mentions[i]`; `sentences` (optional) are the tool's
+    sentence spans, used to split the rest into query sentences.
+    """
+
+    mentions: tuple[tuple[int, int, str], ...]   # (start, end exclusive, label)
+    chains: tuple[int, ...]
+    sentences: tuple[tuple[int, int], ...] = ()
+
+
+class AnnotationError(ValueError):
+    """An article's external annotations cannot be used; `reason` names the reject."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
 class Coreferencer(Protocol):
     """Groups an article's entity mentions (in reading order) into coreference chains."""
 

@@ -48,6 +48,33 @@ class PassageSplit:
         return len(self.body)
 
 
+DEEPMIND_HIGHLIGHT = "\n\n@highlight\n\n"
+
+
+def article_document(article: Article) -> str:
+    """The whole article as one string: the DeepMind `.story` layout (Story.ToString()).
+
+    External annotators (AllenNLP, stanza, DeepMind's metadata) annotate this text, and their
+    character offsets index it.
+    """
+    return "\n\n".join(article.paragraphs) + "".join(DEEPMIND_HIGHLIGHT + h for h in article.highlights)
+
+
+def document_offsets(article: Article) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Start offsets in `article_document` of each paragraph and of each highlight."""
+    paragraphs, offset = [], 0
+    for paragraph in article.paragraphs:
+        paragraphs.append(offset)
+        offset += len(paragraph) + 2
+    offset -= 2
+    highlights = []
+    for highlight in article.highlights:
+        offset += len(DEEPMIND_HIGHLIGHT)
+        highlights.append(offset)
+        offset += len(highlight)
+    return tuple(paragraphs), tuple(highlights)
+
+
 def passage_text(body: str, highlights: tuple[str, ...]) -> tuple[str, tuple[int, ...]]:
     """ReCoRD's layout: body, then "\\n@highlight\\n" + highlight for each; and highlight offsets."""
     parts = [body]
