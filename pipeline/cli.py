@@ -63,7 +63,31 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--output", required=True, help="output directory (local or gs://)")
     generate.add_argument("--url-list", action="append", default=[], metavar="PATH",
                           help="published URL list (all_train.txt ...): url, source, split per article")
+    generate.add_argument("--annotator", help="annotation backend for every input, overriding the spec: "
+                          "spacy, stanza, allennlp-predictions or deepmind-metadata")
     _add_spec_args(generate, "record")
+
+    compare = record_cmds.add_parser(
+        "compare-annotators", help="entity-span and chain agreement of two annotation backends",
+        description="Runs stage 1 once and two backends over the same passages; prints and writes "
+                    "OUTPUT/compare.json with precision/recall/F1 of B's entity spans and coreference "
+                    "links against A's (A is the reference). Other options go to Beam.")
+    compare.add_argument("--input", action="append", required=True, metavar="PATTERN")
+    compare.add_argument("--url-list", action="append", default=[], metavar="PATH")
+    compare.add_argument("--output", required=True)
+    compare.add_argument("--a", default="spacy", help="reference backend (default: spacy)")
+    compare.add_argument("--b", required=True, help="backend compared with A")
+    _add_spec_args(compare, "record")
+
+    inputs = record_cmds.add_parser(
+        "annotation-inputs", help="write the input files `allennlp predict` annotates",
+        description="Writes OUTPUT/coref_input.jsonl ({document, id}) and OUTPUT/ner_input.jsonl "
+                    "({sentence, id, offset}) for every article read (duplicate ids dropped). Run "
+                    "AllenNLP on them (see README), then generate with --annotator allennlp-predictions.")
+    inputs.add_argument("--input", action="append", required=True, metavar="PATTERN")
+    inputs.add_argument("--url-list", action="append", default=[], metavar="PATH")
+    inputs.add_argument("--output", required=True)
+    _add_spec_args(inputs, "record")
 
     filter_ = record_cmds.add_parser(
         "filter", help="stage 3: drop triples a reader answers in k-fold cross-validation",
@@ -141,10 +165,41 @@ def cmd_record_generate(args, extra: Sequence[str]) -> int:
     from transforms.accounting import format_summary, read_summary
 
     spec = load_spec(args.spec, args.overrides)
+    if args.annotator:
+        from pipeline.record import with_annotator
+
+        spec = with_annotator(spec, args.annotator)
     run_record(spec, args.input, args.output, args.url_list, beam_options(extra))
     summary = read_summary(f"{args.output.rstrip('/')}/summary.json")
     print(format_summary(summary))
     return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
+
+
+def cmd_record_compare(args, extra: Sequence[str]) -> int:
+    from data_specs import load_spec
+    from pipeline.record import run_compare
+
+    spec = load_spec(args.spec, args.overrides)
+    report = run_compare(spec, args.a, args.b, args.input, args.output, args.url_list, beam_options(extra))
+    print(f"{report['articles']} articles annotated by both {args.a} (A, reference) and {args.b} (B)")
+    for key, title in (("entity_spans", "entity spans"), ("chains", "coreference links")):
+        part = report[key]
+        print(f"{title:<18} P {part['precision']:6.2f}  R {part['recall']:6.2f}  F1 {part['f1']:6.2f}"
+              f"   (A {part['a']}, B {part['b']}, both {part['common']})")
+    for side in ("a", "b"):
+        if report["rejected"][side]:
+            print(f"rejected by {side.upper()}: {report['rejected'][side]}")
+    return 0
+
+
+def cmd_record_annotation_inputs(args, extra: Sequence[str]) -> int:
+    from data_specs import load_spec
+    from pipeline.record import run_annotation_inputs
+
+    spec = load_spec(args.spec, args.overrides)
+    run_annotation_inputs(spec, args.input, args.output, args.url_list, beam_options(extra))
+    print(f"wrote {args.output}/coref_input.jsonl and {args.output}/ner_input.jsonl")
+    return 0
 
 
 def cmd_record_filter(args, extra: Sequence[str]) -> int:
@@ -268,6 +323,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return cmd_record_generate(args, extra)
     if args.command == "record" and args.record_command == "filter":
         return cmd_record_filter(args, extra)
+    if args.command == "record" and args.record_command == "compare-annotators":
+        return cmd_record_compare(args, extra)
+    if args.command == "record" and args.record_command == "annotation-inputs":
+        return cmd_record_annotation_inputs(args, extra)
     for module in dataset_modules():
         if args.command == module.__name__.rsplit(".", 1)[-1]:
             return module.run(args, extra, beam_options)

@@ -5,6 +5,7 @@ import os
 from typing import Optional, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from transforms.accounting import Stage, Summarize, read_summary
@@ -19,6 +20,7 @@ from transforms.sources import ReadArticles, read_url_list
 from transforms.annotate import STAGE as ANNOTATE_STAGE
 from transforms.machine_filter import STAGE as MACHINE_STAGE
 from transforms.machine_filter import MachineFilter, fold_summary, write_json
+from transforms.compare import CompareAnnotations, agreement
 from transforms.readers import make_reader
 
 STAGES = [READ_STAGE, DEDUP_ID, DEDUP_NEAR, SPLIT, ANNOTATE_STAGE, PASSAGE_STAGE, SENTENCE_STAGE]
@@ -161,3 +163,82 @@ def run_filter(spec: dict, run_dir: str, output: str, choice: Optional[str] = No
     summary = fold_summary(choice, fold_stats, stages)
     write_json(f"{out}/summary.json", summary)
     return summary
+
+
+def with_annotator(spec: dict, name: str) -> dict:
+    """A copy of `spec` whose annotator is `name` for every input (no per-input routing)."""
+    import copy
+
+    changed = copy.deepcopy(spec)
+    changed["annotator"]["name"] = name
+    changed["annotator"]["per_input"] = {}
+    return changed
+
+
+class CompareRecordAnnotators(beam.PTransform):
+    """Stage 1 once, then two annotators over the same passages, and their agreement."""
+
+    def __init__(self, spec: dict, name_a: str, name_b: str, inputs: Sequence[str], output: str,
+                 url_lists: Sequence[str] = ()):
+        super().__init__()
+        self._spec, self._a, self._b = spec, name_a, name_b
+        self._inputs, self._output, self._url_lists = list(inputs), output.rstrip("/"), list(url_lists)
+
+    def expand(self, pbegin):
+        spec, out = self._spec, self._output
+        articles, _, _ = pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec["input"]["default_source"])
+        url_info = None
+        if self._url_lists:
+            url_info = (pbegin | "UrlListPaths" >> beam.Create(self._url_lists)
+                        | "ReadUrlLists" >> beam.FlatMap(read_url_list))
+        articles, _, _ = articles | "DropDuplicateIds" >> DropDuplicateIds(url_info)
+        splits, _, _ = articles | "SplitPassages" >> Stage(SPLIT, make_split_fn(spec))
+        a, rejects_a, _ = splits | "AnnotateA" >> Annotate(with_annotator(spec, self._a))
+        b, rejects_b, _ = splits | "AnnotateB" >> Annotate(with_annotator(spec, self._b))
+        counts = (a, b) | "Compare" >> CompareAnnotations()
+        rejected = (
+            (rejects_a | "RejectedA" >> beam.Map(lambda r: (("a", r.reason), 1))),
+            (rejects_b | "RejectedB" >> beam.Map(lambda r: (("b", r.reason), 1))),
+        ) | "FlattenRejected" >> beam.Flatten() | "CountRejected" >> beam.CombinePerKey(sum) \
+            | "CollectRejected" >> beam.combiners.ToList()
+        names = (self._a, self._b)
+        return counts | "WriteReport" >> beam.Map(
+            lambda c, rej: write_json(f"{out}/compare.json", {
+                "a": names[0], "b": names[1], **agreement(c),
+                "rejected": {side: {reason: n for (s, reason), n in sorted(rej) if s == side}
+                             for side in ("a", "b")}}),
+            beam.pvalue.AsSingleton(rejected))
+
+
+def run_compare(spec: dict, name_a: str, name_b: str, inputs: Sequence[str], output: str,
+                url_lists: Sequence[str] = (), options: Optional[PipelineOptions] = None) -> dict:
+    """Annotate the same passages with two backends; write and return `compare.json`."""
+    import json
+
+    clear_output(output, (), ("compare.json",))
+    pipeline = beam.Pipeline(options=options or _default_options())
+    pipeline | "CompareAnnotators" >> CompareRecordAnnotators(spec, name_a, name_b, inputs, output, url_lists)
+    _run(pipeline)
+    with FileSystems.open(f"{output.rstrip('/')}/compare.json") as handle:
+        return json.loads(handle.read().decode("utf-8"))
+
+
+def run_annotation_inputs(spec: dict, inputs: Sequence[str], output: str, url_lists: Sequence[str] = (),
+                          options: Optional[PipelineOptions] = None) -> None:
+    """Write `coref_input.jsonl` and `ner_input.jsonl` for `allennlp predict` (one shard each)."""
+    from transforms.backends.allennlp import write_inputs
+
+    pipeline = beam.Pipeline(options=options or _default_options())
+    articles, _, _ = pipeline | "ReadArticles" >> ReadArticles(list(inputs), spec["input"]["default_source"])
+    url_info = None
+    if url_lists:
+        url_info = (pipeline | "UrlListPaths" >> beam.Create(list(url_lists))
+                    | "ReadUrlLists" >> beam.FlatMap(read_url_list))
+    articles, _, _ = articles | "DropDuplicateIds" >> DropDuplicateIds(url_info)
+    lines = articles | "InputLines" >> beam.Map(lambda a: write_inputs([a]))
+    out = output.rstrip("/")
+    for index, name in ((0, "coref_input"), (1, "ner_input")):
+        (lines | f"Lines{index}" >> beam.FlatMap(lambda pair, i=index: pair[i])
+         | f"Write{index}" >> beam.io.WriteToText(f"{out}/{name}", file_name_suffix=".jsonl",
+                                                 num_shards=1, shard_name_template=""))
+    _run(pipeline)

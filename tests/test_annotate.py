@@ -85,7 +85,7 @@ def test_annotate_transform_turns_a_failing_article_into_a_reject():
     from tests.conftest import beam_test_pipeline
     from transforms.annotate import ANNOTATORS, Annotate
 
-    ANNOTATORS["fails-on-boom"] = _FailsOnBoom
+    ANNOTATORS["fails-on-boom"] = lambda spec: _FailsOnBoom()
     spec = apply_overrides(load_spec("record"), ["annotator.name=fails-on-boom",
                                                   "annotator.min_articles_per_call=3"])
     splits = [make_split(Article(id=i, paragraphs=("p", "q"), highlights=("h",)), 1, 1)
