@@ -17,7 +17,7 @@ venv: $(STAMP) $(WORDNET_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,neural]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,neural,annotators]'
 	touch $(STAMP)
 
 $(WORDNET_STAMP): $(STAMP) data_specs/wordnet_lexnames

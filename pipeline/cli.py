@@ -315,7 +315,19 @@ def cmd_demo(args, extra: Sequence[str]) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    quiet_beam_import_warning()   # before the dataset modules import Beam
+    """Run `csdata`; a missing model or a bad spec value is reported in one line (exit 2)."""
+    quiet_beam_import_warning()   # before anything imports Beam
+    from data_specs import SpecError
+    from transforms.annotate import ModelUnavailable
+
+    try:
+        return _main(argv)
+    except (ModelUnavailable, SpecError) as error:
+        print(f"csdata: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)

@@ -15,6 +15,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.utils import shared
 
+from data_specs import SpecError
 from transforms.accounting import NAMESPACE, REJECTS, TALLIES, Reject, route
 from transforms.annotation import (AnnotatedArticle, AnnotationError, Annotator, Entity, Mention,
                                   Sentence)
@@ -209,6 +210,19 @@ def stanza_from_spec(spec: dict) -> DocumentModelAnnotator:
         batch_size=int(spec["annotator"]["batch_size"])))
 
 
+def check_stanza(spec: dict) -> None:
+    """Raise ModelUnavailable now when stanza or its English models are missing."""
+    try:
+        from transforms.backends.stanza_backend import check_stanza_resources
+    except ImportError as error:
+        raise ModelUnavailable(f"the stanza backend needs the stanza package ({error}); "
+                               "pip install 'csdata[annotators]'") from None
+    check_stanza_resources((spec["annotator"].get("stanza") or {}).get("resources_dir") or None)
+
+
+PRECHECKS: dict[str, Callable[[dict], None]] = {"stanza": check_stanza}
+
+
 # Backends that run a model on the workers: name -> factory(spec). Backends that read
 # annotation files instead are Beam transforms in `transforms.annotate_files`.
 ANNOTATORS: dict[str, Callable[[dict], Annotator]] = {"spacy": spacy_from_spec, "stanza": stanza_from_spec}
@@ -314,8 +328,10 @@ class Annotate(beam.PTransform):
         if name in FILE_BACKENDS:
             return FILE_BACKENDS[name](self._spec)
         if name in ANNOTATORS:
+            if name in PRECHECKS:  # fail at start-up, not on the first worker
+                PRECHECKS[name](self._spec)
             return AnnotateWithModel(self._spec, name)
-        raise ValueError(f"unknown annotator {name!r}; known: {sorted(set(ANNOTATORS) | set(FILE_BACKENDS))}")
+        raise SpecError(f"unknown annotator {name!r}; known: {sorted(set(ANNOTATORS) | set(FILE_BACKENDS))}")
 
     def expand(self, splits):
         section = self._spec["annotator"]

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Union
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from data_specs import SpecError
 from transforms.accounting import Reject, Stage
 from transforms.annotate import STAGE, trim_span
 from transforms.annotation import AnnotatedArticle, AnnotationError
@@ -27,7 +28,7 @@ from transforms.document_annotations import assemble_document
 def _option(spec: dict, backend: str, key: str) -> str:
     value = (spec["annotator"].get(backend) or {}).get(key) or ""
     if not value:
-        raise ValueError(f"annotator {backend!r} needs annotator.{backend}.{key} in the spec "
+        raise SpecError(f"annotator {backend!r} needs annotator.{backend}.{key} in the spec "
                          f"(e.g. --set annotator.{backend}.{key}=PATH)")
     return str(value)
 

@@ -222,7 +222,8 @@ def document_annotation(document_text: str, coref_pred: Optional[dict[str, Any]]
         words, tags = _field(prediction, "words"), _field(prediction, "tags")
         if len(words) != len(tags):
             raise AnnotationError("bad_prediction", f"{len(words)} words but {len(tags)} tags")
-        word_spans = align_tokens(document_text[:offset + len(sentence)], words, offset)
+        word_spans = align_tokens(sentence, words)
         for first, last, label in decode_tags(tags):
-            mentions.append((word_spans[first][0], word_spans[last][1], LABELS.get(label, label)))
+            mentions.append((offset + word_spans[first][0], offset + word_spans[last][1],
+                             LABELS.get(label, label)))
     return chain_mentions(document_text, mentions, clusters, sorted(sentences))

@@ -88,7 +88,8 @@ def document_annotation(story_text: str, tokens_line: str, entities_line: str,
     appearance) of a story from its token and entity mapping lines.
 
     Raises AnnotationError("bad_token_offsets") for a token outside the story (or inside a
-    UTF-8 character), ("bad_entity_tokens") for an entity over a missing token.
+    UTF-8 character), ("bad_entity_tokens") for an entity over a missing token,
+    ("misaligned_tokens") for an entity that starts or ends on whitespace (another story text).
     """
     if unit not in ("bytes", "chars"):
         raise ValueError(f"unit must be 'bytes' or 'chars', got {unit!r}")
@@ -107,6 +108,9 @@ def document_annotation(story_text: str, tokens_line: str, entities_line: str,
             raise AnnotationError("bad_token_offsets",
                                   f"entity {index} at {unit} {start}-{end} of a "
                                   f"{len(table) - 1}-{unit[:-1]} story")
+        span = story_text[table[start]:table[end]]
+        if span != span.strip():  # a token edge on whitespace: not the story these offsets index
+            raise AnnotationError("misaligned_tokens", f"entity {index} is {span!r}")
         mentions.setdefault((table[start], table[end]), index)
     spans = sorted(mentions)
     return DocumentAnnotation(mentions=tuple((s, e, LABEL) for s, e in spans),
