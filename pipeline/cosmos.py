@@ -11,11 +11,9 @@ The entry points `add_commands`, `run`, `is_run`, `stats` and `demo` are called 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import statistics
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import apache_beam as beam
 

@@ -13,16 +13,14 @@ them with `run_score_command(args)` (None when `args.protoqa_command` is not our
 """
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import os
 import sys
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 

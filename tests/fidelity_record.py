@@ -11,7 +11,6 @@ and ids with the release.
 from __future__ import annotations
 
 import argparse
-import glob
 import hashlib
 import json
 import os

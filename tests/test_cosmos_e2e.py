@@ -1,7 +1,6 @@
 """Cosmos QA stage 1 end to end (CLI, default MiniLM scorer) and its Beam transform."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import apache_beam as beam

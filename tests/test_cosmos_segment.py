@@ -1,7 +1,6 @@
 """Cosmos QA paragraph segmentation: the dynamic programme against greedy and brute force."""
 from __future__ import annotations
 
-import itertools
 import math
 import random
 

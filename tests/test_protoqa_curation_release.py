@@ -11,7 +11,7 @@ import pytest
 
 from data_specs import load_spec
 from pipeline.protoqa import run_adjudicate, run_release, run_sheets_export, run_sheets_import
-from transforms.protoqa_answers import (IdentityLemmatizer, QuestionAnswers, normalize_answers,
+from transforms.protoqa_answers import (IdentityLemmatizer, normalize_answers,
                                         propose_clusters, read_crowd_answers)
 from transforms.protoqa_release import (ADJUDICATION_COLUMNS, build_record, coverage_report,
                                         dumps_record, read_sheet, record_from_sheet, split_records)

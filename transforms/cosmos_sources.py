@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import IO, Iterable, Iterator, Sequence, Union
+from typing import IO, Iterator, Sequence, Union
 
 import apache_beam as beam
-from apache_beam.io import fileio
-
 from transforms.accounting import Reject, Stage
+from transforms.sources import ReadRawRecords, expand_local_inputs
 
 STAGE = "read"
 BLOG_SUFFIXES = (".xml",)
@@ -139,41 +137,17 @@ def parse_raw_record(record: RawRecord, drop_tokens: Sequence[str] = (),
     yield Story(ident, blog_id, clean_text(text, drop_tokens, unescape and kind == "post"), origin)
 
 
-def expand_local_inputs(patterns: Iterable[str]) -> list[str]:
-    """Local directories become their files (any name: a text directory holds one story a file)."""
-    expanded: list[str] = []
-    for pattern in patterns:
-        if "://" not in pattern and os.path.isdir(pattern):
-            for root, _, files in os.walk(pattern):
-                expanded.extend(os.path.join(root, f) for f in sorted(files) if not f.startswith("."))
-        else:
-            expanded.append(pattern)
-    return expanded
-
-
-def _read_file(readable: fileio.ReadableFile) -> Iterator[RawRecord]:
-    path = readable.metadata.path
-    with readable.open(compression_type="uncompressed") as handle:
-        yield from iter_raw_records(path, handle)
-
-
 class ReadStories(beam.PTransform):
     """Read stories from files, directories and globs; returns `(stories, rejects, tallies)`."""
 
     def __init__(self, patterns: Sequence[str], spec: dict):
         super().__init__()
-        self._patterns = expand_local_inputs(patterns)
+        # A text directory holds one story a file, whatever the file names.
+        self._patterns = expand_local_inputs(patterns, suffixes=None)
         self._drop = tuple(spec["input"]["drop_tokens"] or ())
         self._unescape = bool(spec["input"]["unescape_html"])
 
     def expand(self, pbegin):
         drop, unescape = self._drop, self._unescape
-        raw = (
-            pbegin
-            | "Patterns" >> beam.Create(self._patterns)
-            | "MatchFiles" >> fileio.MatchAll()
-            | "ReadMatches" >> fileio.ReadMatches()
-            | "SplitFiles" >> beam.FlatMap(_read_file)
-            | "Rebalance" >> beam.Reshuffle()
-        )
+        raw = pbegin | "ReadFiles" >> ReadRawRecords(self._patterns, iter_raw_records)
         return raw | "Parse" >> Stage(STAGE, lambda r: parse_raw_record(r, drop, unescape))

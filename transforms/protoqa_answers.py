@@ -22,7 +22,7 @@ import io
 import os
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional, Protocol, Sequence
+from typing import Iterable, Optional, Protocol, Sequence
 
 import numpy as np
 

@@ -10,7 +10,7 @@ import re
 import tarfile
 from dataclasses import replace
 from pathlib import PurePosixPath
-from typing import IO, Iterable, Iterator, Union
+from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import apache_beam as beam
 from apache_beam.io import fileio
@@ -177,23 +177,49 @@ def parse_raw_record(record: RawRecord, default_source: str = "") -> Iterator[Un
     yield article
 
 
-def expand_local_inputs(patterns: Iterable[str]) -> list[str]:
-    """Turn local directories into globs of the supported files; leave other patterns alone."""
+def expand_local_inputs(patterns: Iterable[str],
+                        suffixes: Optional[tuple[str, ...]] = SUPPORTED_SUFFIXES) -> list[str]:
+    """Turn local directories into their files with `suffixes` (None: every visible file);
+    leave other patterns (globs, files, gs://...) alone."""
     expanded: list[str] = []
     for pattern in patterns:
         if "://" not in pattern and os.path.isdir(pattern):
             for root, _, files in os.walk(pattern):
                 expanded.extend(os.path.join(root, f) for f in sorted(files)
-                                if f.lower().endswith(SUPPORTED_SUFFIXES))
+                                if (f.lower().endswith(suffixes) if suffixes else not f.startswith(".")))
         else:
             expanded.append(pattern)
     return expanded
 
 
-def _read_file(readable: fileio.ReadableFile) -> Iterator[RawRecord]:
+Splitter = Callable[[str, IO[bytes]], Iterator[Any]]
+
+
+def _read_file(readable: fileio.ReadableFile, splitter: Splitter) -> Iterator[Any]:
     path = readable.metadata.path
     with readable.open(compression_type="uncompressed") as handle:
-        yield from iter_raw_records(path, handle)
+        yield from splitter(path, handle)
+
+
+class ReadRawRecords(beam.PTransform):
+    """Match file patterns, split each file into raw records with `splitter(path, handle)`, and
+    rebalance them, so one big file (an archive, a JSONL dump) does not pin its records to one
+    worker."""
+
+    def __init__(self, patterns: Sequence[str], splitter: Splitter):
+        super().__init__()
+        self._patterns = list(patterns)
+        self._splitter = splitter
+
+    def expand(self, pbegin):
+        return (
+            pbegin
+            | "Patterns" >> beam.Create(self._patterns)
+            | "MatchFiles" >> fileio.MatchAll()
+            | "ReadMatches" >> fileio.ReadMatches()
+            | "SplitFiles" >> beam.FlatMap(_read_file, self._splitter)
+            | "Rebalance" >> beam.Reshuffle()
+        )
 
 
 class ReadArticles(beam.PTransform):
@@ -209,14 +235,7 @@ class ReadArticles(beam.PTransform):
 
     def expand(self, pbegin):
         default_source = self._default_source
-        raw = (
-            pbegin
-            | "Patterns" >> beam.Create(self._patterns)
-            | "MatchFiles" >> fileio.MatchAll()
-            | "ReadMatches" >> fileio.ReadMatches()
-            | "SplitFiles" >> beam.FlatMap(_read_file)
-            | "Rebalance" >> beam.Reshuffle()
-        )
+        raw = pbegin | "ReadFiles" >> ReadRawRecords(self._patterns, iter_raw_records)
         return raw | "Parse" >> Stage(STAGE, lambda r: parse_raw_record(r, default_source))
 
 
