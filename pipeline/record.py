@@ -8,11 +8,11 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from transforms.accounting import Stage, Summarize, read_summary
+from transforms.accounting import Ledger, Stage, Summarize, read_summary
 from transforms.parquet import WriteTable
 from transforms.annotate import Annotate
 from transforms.curation import (DEDUP_ID, DEDUP_NEAR, SPLIT, DropDuplicateIds,
-                                 DropNearDuplicates, make_split_fn)
+                                 DropNearDuplicates, make_split_fn, shingles)
 from transforms.queries import (PASSAGE_STAGE, SENTENCE_STAGE, filter_passage, passage_row,
                                 sentence_queries)
 from transforms.sources import STAGE as READ_STAGE
@@ -42,14 +42,8 @@ class GenerateRecord(beam.PTransform):
         spec, out = self._spec, self._output
         near = spec["curation"]["near_duplicates"]
         shards = int(spec["output"]["num_shards"])
-        all_rejects, all_tallies = [], []
-
-        def collect(result):
-            kept, rejects, tallies = result
-            all_rejects.append(rejects)
-            all_tallies.append(tallies)
-            return kept
-
+        ledger = Ledger()
+        collect = ledger.add
         articles = collect(pbegin | "ReadArticles" >> ReadArticles(
             self._inputs, spec["input"]["default_source"]))
         url_info = None
@@ -58,9 +52,11 @@ class GenerateRecord(beam.PTransform):
                         | "ReadUrlLists" >> beam.FlatMap(read_url_list))
         articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds(url_info))
         if near["enabled"]:
+            size = int(near["shingle_size"])
             articles = collect(articles | "DropNearDuplicates" >> DropNearDuplicates(
-                float(near["threshold"]), int(near["num_perm"]), int(near["shingle_size"]),
-                int(spec["seed"]), int(near["max_bucket"])))
+                float(near["threshold"]), int(near["num_perm"]), int(spec["seed"]),
+                shingles=lambda a: shingles(a, size), key=lambda a: a.id,
+                max_bucket=int(near["max_bucket"])))
         splits = collect(articles | "SplitPassages" >> Stage(SPLIT, make_split_fn(spec)))
         annotated = collect(splits | "Annotate" >> Annotate(spec))
         passages = collect(annotated | "FilterPassages" >> Stage(
@@ -72,10 +68,10 @@ class GenerateRecord(beam.PTransform):
         (passages | "PassageRows" >> beam.Map(passage_row)
          | "WritePassages" >> WriteTable(out, "passages", shards))
         queries | "WriteQueries" >> WriteTable(out, "queries", shards)
-        (all_rejects | "FlattenRejects" >> beam.Flatten()
+        (ledger.rejects | "FlattenRejects" >> beam.Flatten()
          | "RejectRows" >> beam.Map(lambda r: r.row())
          | "WriteRejects" >> WriteTable(out, "rejects", shards))
-        return (all_tallies | "FlattenAllTallies" >> beam.Flatten()
+        return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
                 | "Summarize" >> Summarize(f"{out}/summary.json", STAGES))
 
 

@@ -30,8 +30,10 @@ def test_bucket_comparison_keeps_the_smallest_id():
 
     same = np.arange(10, dtype=np.uint64)
     other = np.arange(10, 20, dtype=np.uint64)
-    pairs = list(near_duplicates_in_bucket([("c", same), ("a", same), ("b", other)], 0.8, 100))
+    pairs = list(near_duplicates_in_bucket([("c", same, "x"), ("a", same, "y"), ("b", other, "z")], 0.8, 100))
     assert pairs == [("c", "a")]
+    vetoed = near_duplicates_in_bucket([("c", same, "x"), ("a", same, "y")], 0.8, 100, confirm=str.__eq__)
+    assert list(vetoed) == []
 
 
 def test_duplicate_ids_keep_one_copy_and_take_url_metadata():
@@ -53,7 +55,8 @@ def test_near_duplicates_drop_the_larger_id_only():
     unrelated = list(reversed(WORDS)) * 3
     with beam_test_pipeline() as p:
         arts = p | beam.Create([article("b", edited), article("a", base), article("c", unrelated)])
-        kept, rejects, _ = arts | DropNearDuplicates(0.8, 128, 5, seed=1)
+        kept, rejects, _ = arts | DropNearDuplicates(0.8, 128, 1, shingles=lambda a: shingles(a, 5),
+                                                     key=lambda a: a.id)
         assert_that(kept | beam.Map(lambda a: a.id), equal_to(["a", "c"]))
         assert_that(rejects | "R" >> beam.Map(lambda r: (r.reason, r.record_id, r.detail)),
                     equal_to([("near_duplicate", "b", "similar to a")]), label="rejects")

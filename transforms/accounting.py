@@ -95,6 +95,21 @@ class Stage(beam.PTransform):
         return results.kept, results[REJECTS], results[TALLIES]
 
 
+class Ledger:
+    """The rejects and tallies of successive stages: `kept = ledger.add(pcoll | Stage(...))`."""
+
+    def __init__(self) -> None:
+        self.rejects: list = []
+        self.tallies: list = []
+
+    def add(self, result: tuple) -> Any:
+        """Keep a stage's rejects and tallies; return its kept PCollection."""
+        kept, rejects, tallies = result
+        self.rejects.append(rejects)
+        self.tallies.append(tallies)
+        return kept
+
+
 class Summarize(beam.PTransform):
     """Sum `((stage, outcome), n)` tallies; write `summary.json` ({stage: {in, kept, rejected}})."""
 

@@ -15,7 +15,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils import shared
 
 from filters import cosmos as cosmos_filters
-from transforms.accounting import NAMESPACE, REJECTS, TALLIES, Reject, Stage, route
+from transforms.accounting import NAMESPACE, REJECTS, TALLIES, Ledger, Reject, Stage, route
 from transforms.cosmos_models import make_coherence_scorer
 from transforms.cosmos_segment import (CONTINUED, STAGE as SEGMENT_STAGE, Paragraph, ScoredStory,
                                        SentencedStory, segment_story, split_long_sentence)
@@ -185,13 +185,8 @@ class Paragraphs(beam.PTransform):
 
     def expand(self, stories):
         spec = self._spec
-        rejects, tallies = [], []
-
-        def collect(result):
-            kept, rej, tal = result
-            rejects.append(rej)
-            tallies.append(tal)
-            return kept
+        ledger = Ledger()
+        collect = ledger.add
 
         min_words = int(spec["paragraph"]["min_words"])
         stories = collect(stories | "FilterStories" >> Stage(STORY_STAGE, lambda s: filter_story(s, min_words)))
@@ -207,4 +202,4 @@ class Paragraphs(beam.PTransform):
             | "GroupByBlog" >> beam.GroupByKey()
             | "SamplePerBlog" >> Stage(SAMPLE_STAGE, lambda g: sample_paragraphs(g, seed, per_blog),
                                        units=lambda g: len(list(g[1]))))
-        return sampled, rejects, tallies
+        return sampled, ledger.rejects, ledger.tallies

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+from typing import Iterable, Iterator, Optional, Sequence, Union
 
 import apache_beam as beam
-import numpy as np
 
 from filters.protoqa_curation import (answer_problem, excluded_class, flag_reason,
                                       normalize_question, omitted, same_question)
-from transforms.accounting import Reject, Stage
-from transforms.curation import lsh_bands, similarity
+from transforms.accounting import Ledger, Reject, Stage
+from transforms.curation import DropNearDuplicates
 
 READ = "read"
 DEDUP_EXACT = "dedup_exact"
@@ -113,92 +112,6 @@ def question_shingles(normalized: str, size: int) -> set[bytes]:
     return {text[i : i + size].encode("utf-8") for i in range(len(text) - size + 1)}
 
 
-class QuestionHasher:
-    """MinHash signatures (datasketch, seeded by the spec) and LSH band keys of questions."""
-
-    def __init__(self, threshold: float, num_perm: int, shingle_size: int, seed: int):
-        self.threshold, self.num_perm = threshold, num_perm
-        self.shingle_size, self.seed = shingle_size, seed
-        self.bands, self.rows = lsh_bands(threshold, num_perm)
-        self._template = None
-
-    def signature(self, normalized: str) -> Optional[np.ndarray]:
-        from datasketch import MinHash
-
-        grams = question_shingles(normalized, self.shingle_size)
-        if not grams:
-            return None
-        if self._template is None:
-            self._template = MinHash(num_perm=self.num_perm, seed=self.seed)
-        minhash = self._template.copy()
-        minhash.update_batch(sorted(grams))
-        return minhash.hashvalues
-
-    def band_keys(self, signature: np.ndarray) -> list[str]:
-        return [f"{band}:{hashlib.sha1(signature[band * self.rows:(band + 1) * self.rows].tobytes()).hexdigest()[:20]}"
-                for band in range(self.bands)]
-
-
-class _SignQuestion(beam.DoFn):
-    def __init__(self, hasher: QuestionHasher):
-        self._hasher = hasher
-
-    def process(self, question: dict) -> Iterator[tuple[str, tuple[str, Any]]]:
-        signature = self._hasher.signature(question["normalized"])
-        if signature is None:
-            return
-        for key in self._hasher.band_keys(signature):
-            yield key, (question["question_id"], signature, question["normalized"])
-
-
-def near_duplicate_questions(members: Sequence[tuple[str, np.ndarray, str]], threshold: float,
-                             max_bucket: int) -> Iterator[tuple[str, str]]:
-    """(dropped id, kept id) for each bucket member similar to one with a smaller id.
-
-    Similar: MinHash estimate >= threshold, confirmed by `same_question` on the texts. Past
-    `max_bucket` members only the first `max_bucket` are references.
-    """
-    ordered = sorted({m[0]: m for m in members}.values(), key=lambda m: m[0])
-    for j, (doc_id, signature, text) in enumerate(ordered):
-        for other_id, other, other_text in ordered[: min(j, max_bucket)]:
-            if similarity(signature, other) >= threshold and same_question(text, other_text):
-                yield doc_id, other_id
-                break
-
-
-def mark_or_keep(grouped: tuple[str, dict]) -> Iterator[Union[dict, Reject]]:
-    _, groups = grouped
-    for question in groups["questions"]:
-        if groups["similar_to"]:
-            yield Reject(DEDUP_NEAR, "near_duplicate", question["question_id"],
-                         f"similar to {min(groups['similar_to'])}")
-        else:
-            yield question
-
-
-class DropNearDuplicateQuestions(beam.PTransform):
-    """MinHash LSH near-duplicate removal; of a similar pair the smaller id is kept."""
-
-    def __init__(self, threshold: float, num_perm: int, shingle_size: int, seed: int,
-                 max_bucket: int = 2000):
-        super().__init__()
-        self._hasher = QuestionHasher(threshold, num_perm, shingle_size, seed)
-        self._max_bucket = max_bucket
-
-    def expand(self, questions):
-        threshold, max_bucket = self._hasher.threshold, self._max_bucket
-        similar = (questions
-                   | "SignAndBand" >> beam.ParDo(_SignQuestion(self._hasher))
-                   | "GroupByBand" >> beam.GroupByKey()
-                   | "CompareInBucket" >> beam.FlatMap(
-                       lambda kv: near_duplicate_questions(list(kv[1]), threshold, max_bucket)))
-        grouped = ({"questions": questions | "KeyById" >> beam.Map(lambda q: (q["question_id"], q)),
-                    "similar_to": similar}
-                   | "JoinMarks" >> beam.CoGroupByKey())
-        return grouped | "Decide" >> Stage(DEDUP_NEAR, mark_or_keep,
-                                           units=lambda g: len(g[1]["questions"]))
-
-
 # ---- filters and output rows -----------------------------------------------------------------
 
 def _check(stage: str, reason: Optional[str], question: dict, detail: str = ""):
@@ -252,13 +165,8 @@ class CurateQuestions(beam.PTransform):
         default_source = section.get("source_default", "")
         omitted_ids, omitted_questions = self._omitted_ids, self._omitted_questions
         flagged_ids = self._flagged_ids
-        rejects, tallies = [], []
-
-        def collect(result):
-            kept, rej, tal = result
-            rejects.append(rej)
-            tallies.append(tal)
-            return kept
+        ledger = Ledger()
+        collect = ledger.add
 
         questions = collect(lines | "Parse" >> Stage(
             READ, lambda line: parse_question(line, default_source),
@@ -268,9 +176,12 @@ class CurateQuestions(beam.PTransform):
         questions = collect(grouped | "PickOne" >> Stage(
             DEDUP_EXACT, pick_question, units=lambda g: len(list(g[1]))))
         if near["enabled"]:
-            questions = collect(questions | "NearDuplicates" >> DropNearDuplicateQuestions(
-                float(near["threshold"]), int(near["num_perm"]), int(near["shingle_size"]),
-                int(self._spec["seed"]), int(near["max_bucket"])))
+            size = int(near["shingle_size"])
+            questions = collect(questions | "NearDuplicates" >> DropNearDuplicates(
+                float(near["threshold"]), int(near["num_perm"]), int(self._spec["seed"]),
+                shingles=lambda q: question_shingles(q["normalized"], size),
+                key=lambda q: q["question_id"], stage=DEDUP_NEAR, max_bucket=int(near["max_bucket"]),
+                payload=lambda q: q["normalized"], confirm=same_question))
         else:
             questions = collect(questions | "NoNearDuplicates" >> Stage(DEDUP_NEAR, lambda q: [q]))
         questions = collect(questions | "ClassFilter" >> Stage(
@@ -283,6 +194,6 @@ class CurateQuestions(beam.PTransform):
                 ANSWER_CHECK, answer_problem(dict(q["answers"]), min_answers, max_total), q,
                 f"{len(q['answers'])} answers, total {sum(c for _, c in q['answers'] if isinstance(c, int))}")))
         rows = questions | "Flag" >> beam.Map(question_row, flagged_ids, patterns)
-        all_rejects = rejects | "FlattenRejects" >> beam.Flatten()
-        all_tallies = tallies | "FlattenTallies" >> beam.Flatten()
+        all_rejects = ledger.rejects | "FlattenRejects" >> beam.Flatten()
+        all_tallies = ledger.tallies | "FlattenTallies" >> beam.Flatten()
         return rows, all_rejects, all_tallies
