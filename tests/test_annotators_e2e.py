@@ -190,3 +190,31 @@ def test_allennlp_predictions_round_trip(tmp_path):
         assert all(e["label"] == "PERSON" and any(n.endswith(e["text"]) for n in names[row["passage_id"]])
                    for e in row["entities"])
         assert all(row["text"][e["start"]: e["end"] + 1] == e["text"] for e in row["entities"])
+
+
+def test_deepmind_question_files_check_entity_names(runs, tmp_path):
+    base, metadata, spacy_rows = runs
+    urls = {}
+    for line_file in (DATA / "url_lists").glob("*.txt"):
+        for url in line_file.read_text().split():
+            urls[__import__("hashlib").sha1(url.encode()).hexdigest()] = url
+    good, bad = STORIES[1], STORIES[2]
+    questions = tmp_path / "questions"
+    questions.mkdir()
+    for story, corrupt in ((good, False), (bad, True)):
+        row = next(r for r in spacy_rows if r["passage_id"] == story.stem)
+        names = sorted({e["text"] for e in row["entities"]}, key=len, reverse=True)
+        entity_lines = [f"@entity{i}:{n}" for i, n in enumerate(names) if re.fullmatch(r"[\w ]+", n)]
+        if corrupt:
+            entity_lines[0] = entity_lines[0].split(":")[0] + ":Somebody Else"
+        (questions / f"{story.stem}.question").write_text(
+            f"{urls[story.stem]}\n\ncontext\n\nquestion\n\n@entity0\n\n" + "\n".join(entity_lines) + "\n")
+    out = tmp_path / "out"
+    generate(out, "--annotator", "deepmind-metadata",
+             "--set", f"annotator.deepmind-metadata.root={metadata}",
+             "--set", f"annotator.deepmind-metadata.questions={questions}/*.question")
+    rejects = read_table(str(out), "rejects").to_pylist()
+    annotate = [(r["reason"], r["record_id"]) for r in rejects if r["stage"] == "annotate"]
+    assert ("entity_name_mismatch", bad.stem) in annotate
+    assert all(record_id != good.stem for _, record_id in annotate)
+    assert good.stem in {r["passage_id"] for r in read_table(str(out), "passages").to_pylist()}

@@ -103,3 +103,17 @@ def test_question_file():
     assert context.startswith("@entity3 visited") and question == "@placeholder in @entity1"
     assert answer == "@entity3"
     assert names == {"@entity3": "Lena Ørsted", "@entity1": "Kalmar"}
+
+
+def test_check_entity_names_against_question_file_names():
+    from transforms.backends.deepmind import check_entity_names
+
+    story = "Ana Ruiz met Wal - Mart staff.\n\n@highlight\n\nRuiz smiled"
+    tokens = [(0, 2), (4, 7), (9, 11), (13, 15), (17, 17), (19, 22), (24, 28), (29, 29)]
+    tokens_line = ";".join(f"{s},{e - s}" for s, e in tokens)
+    entities_line = "0,0,1;1,3,5"
+    check_entity_names(story, tokens_line, entities_line, {"@entity0": "Ana Ruiz", "@entity1": "Wal-Mart"})
+    check_entity_names(story, tokens_line, entities_line, {})   # no names: nothing to check
+    with pytest.raises(AnnotationError) as error:
+        check_entity_names(story, tokens_line, entities_line, {"@entity0": "Ann Ruiz"})
+    assert error.value.reason == "entity_name_mismatch"

@@ -1,7 +1,8 @@
 """Annotation backends that read an external tool's files instead of running a model.
 
 * `deepmind-metadata`: DeepMind rc-data per-article metadata (`tokens/<id>.txt`,
-  `entities/<id>.txt`; one entity index is one coreference chain), read per article.
+  `entities/<id>.txt`; one entity index is one coreference chain), read per article; optionally
+  checked against the entity names of the `.question` files.
 * `allennlp-predictions`: the JSON lines `allennlp predict` wrote for the coreference model and
   the NER tagger, paired line by line with the input files `csdata record annotation-inputs`
   wrote, then joined with the passages by article id.
@@ -12,9 +13,10 @@ Both turn an article's annotations into a `DocumentAnnotation` and place it with
 from __future__ import annotations
 
 import io
-from typing import Any, Iterator, Union
+from typing import Any, Iterable, Iterator, Optional, Union
 
 import apache_beam as beam
+from apache_beam.io import fileio
 from apache_beam.io.filesystems import FileSystems
 
 from data_specs import SpecError
@@ -40,27 +42,73 @@ def _placed(split: PassageSplit, build) -> Iterator[Union[AnnotatedArticle, Reje
         yield Reject(STAGE, error.reason, split.article.id, error.detail[:300])
 
 
-def annotate_from_deepmind(split: PassageSplit, root: str) -> Iterator[Union[AnnotatedArticle, Reject]]:
-    """One article from its DeepMind metadata files under `root`."""
-    from transforms.backends.deepmind import document_annotation, read_article_metadata
+def annotate_from_deepmind(split: PassageSplit, root: str,
+                           names: Optional[dict[str, str]] = None) -> Iterator[Union[AnnotatedArticle, Reject]]:
+    """One article from its DeepMind metadata files under `root`; `names` (from the article's
+    `.question` files) are checked against the entities' token text when given."""
+    from transforms.backends.deepmind import (check_entity_names, document_annotation,
+                                              read_article_metadata)
 
     def build():
         tokens, entities = read_article_metadata(root, split.article.id)
-        return document_annotation(article_document(split.article), tokens, entities)
+        document = article_document(split.article)
+        if names:
+            check_entity_names(document, tokens, entities, names)
+        return document_annotation(document, tokens, entities)
 
     yield from _placed(split, build)
 
 
+def question_names(path: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """(article id = sha1(url), {"@entityN": name}) of one DeepMind `.question` file."""
+    from transforms.backends.deepmind import parse_question_file
+    from transforms.sources import url_to_id
+
+    with FileSystems.open(path) as handle:
+        url, _, _, _, names = parse_question_file(handle.read().decode("utf-8"))
+    yield url_to_id(url.strip()), names
+
+
+def _merge(dicts: Iterable[dict]) -> dict:
+    merged: dict = {}
+    for names in dicts:
+        merged.update(names)
+    return merged
+
+
+def _annotate_grouped(grouped: tuple[str, dict[str, list]], root: str):
+    _, groups = grouped
+    names = groups["names"][0] if groups["names"] else None
+    for split in groups["splits"]:
+        yield from annotate_from_deepmind(split, root, names)
+
+
 class AnnotateFromDeepMind(beam.PTransform):
-    """`deepmind-metadata`: each article's tokens/entities files, read where it is processed."""
+    """`deepmind-metadata`: each article's tokens/entities files, read where it is processed.
+
+    With `annotator.deepmind-metadata.questions` (a glob of `.question` files), the entity
+    names they list are joined by article id and checked against the metadata.
+    """
 
     def __init__(self, spec: dict):
         super().__init__()
+        options = spec["annotator"].get("deepmind-metadata") or {}
         self._root = _option(spec, "deepmind-metadata", "root").rstrip("/")
+        self._questions = str(options.get("questions") or "")
 
     def expand(self, splits):
         root = self._root
-        return splits | "ReadMetadata" >> Stage(STAGE, lambda s: annotate_from_deepmind(s, root))
+        if not self._questions:
+            return splits | "ReadMetadata" >> Stage(STAGE, lambda s: annotate_from_deepmind(s, root))
+        names = (splits.pipeline
+                 | "QuestionFiles" >> fileio.MatchFiles(self._questions)
+                 | "Paths" >> beam.Map(lambda m: m.path)
+                 | "ReadQuestions" >> beam.FlatMap(question_names)
+                 | "MergeNames" >> beam.CombinePerKey(_merge))
+        grouped = ({"splits": splits | "KeyById" >> beam.Map(lambda s: (s.article.id, s)), "names": names}
+                   | "JoinNames" >> beam.CoGroupByKey())
+        return grouped | "ReadMetadata" >> Stage(STAGE, lambda g: _annotate_grouped(g, root),
+                                                 units=lambda g: len(g[1]["splits"]))
 
 
 def _lines(path: str) -> Iterator[str]:

@@ -117,6 +117,27 @@ def document_annotation(story_text: str, tokens_line: str, entities_line: str,
                               chains=renumber([mentions[span] for span in spans]))
 
 
+def check_entity_names(story_text: str, tokens_line: str, entities_line: str,
+                       names: dict[str, str]) -> None:
+    """Check each entity's token text against the `@entityN:Name` lines of its `.question` files.
+
+    DeepMind names an entity by its first mention's tokens joined by spaces (" - " -> "-"), on
+    the story's UTF-8 bytes; a mismatch means the story is not the one the metadata indexes.
+    Raises AnnotationError("entity_name_mismatch").
+    """
+    data = story_text.encode("utf-8")
+    tokens = parse_token_mapping(tokens_line)
+    seen: set[int] = set()
+    for index, first, last in sorted(parse_entity_mapping(entities_line), key=lambda e: e[1]):
+        name = names.get(f"@entity{index}")
+        if name is None or index in seen or not 0 <= first <= last < len(tokens):
+            continue
+        seen.add(index)
+        text = " ".join(data[s:e + 1].decode("utf-8", "replace") for s, e in tokens[first:last + 1])
+        if text.replace(" - ", "-") != name:
+            raise AnnotationError("entity_name_mismatch", f"@entity{index}: {text!r} != {name!r}")
+
+
 def _read(path: str) -> str:
     try:
         with FileSystems.open(path) as handle:
