@@ -98,3 +98,16 @@ def test_annotate_transform_turns_a_failing_article_into_a_reject():
                         equal_to([("annotate", "annotation_error", "boom")]), label="rejects")
     finally:
         del ANNOTATORS["fails-on-boom"]
+
+
+def test_propagate_names_marks_missed_occurrences_without_overlaps():
+    from transforms.annotate import propagate_names
+    from transforms.annotation import Mention
+
+    segments = ["Bill Cosby spoke. Cosby left.", "Later, Cosby and Bill Cosby met Cosbyfans in May."]
+    found = [Mention(0, 0, 10, "Bill Cosby", "PERSON"), Mention(0, 18, 23, "Cosby", "PERSON"),
+             Mention(1, 45, 48, "May", "DATE")]
+    result = propagate_names(found, segments)
+    assert [(m.segment, segments[m.segment][m.start:m.end]) for m in result] == [
+        (0, "Bill Cosby"), (0, "Cosby"), (1, "Cosby"), (1, "Bill Cosby"), (1, "May")]
+    assert all(m.label == "PERSON" for m in result if m.text != "May")

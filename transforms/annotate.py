@@ -7,6 +7,7 @@ worker process (`apache_beam.utils.shared`) and fed batches from `BatchElements`
 from __future__ import annotations
 
 import bisect
+import re
 import importlib
 import logging
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -104,8 +105,36 @@ def split_segments(split: PassageSplit) -> list[str]:
     return [split.body, *split.article.highlights, *split.rest]
 
 
+def propagate_names(mentions: list[Mention], segments: Sequence[str]) -> list[Mention]:
+    """Add the mentions the NER missed: later exact occurrences of a name it found elsewhere.
+
+    ReCoRD lists every mention of the answer entity, and a small NER model tags "Cosby" in one
+    sentence but not the next. Names are matched case-sensitively on word boundaries, longest
+    first, never overlapping a mention; names of fewer than 3 characters or without a capital
+    letter are not propagated. Returns the mentions in reading order.
+    """
+    taken: dict[int, list[tuple[int, int]]] = {}
+    for m in mentions:
+        taken.setdefault(m.segment, []).append((m.start, m.end))
+    names: dict[str, str] = {}
+    for m in mentions:
+        if len(m.text) >= 3 and any(ch.isupper() for ch in m.text):
+            names.setdefault(m.text, m.label)
+    added = list(mentions)
+    for name in sorted(names, key=len, reverse=True):
+        pattern = re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)")
+        for segment, text in enumerate(segments):
+            spans = taken.setdefault(segment, [])
+            for match in pattern.finditer(text):
+                start, end = match.span()
+                if all(end <= a or start >= b for a, b in spans):
+                    spans.append((start, end))
+                    added.append(Mention(segment, start, end, name, names[name]))
+    return sorted(added, key=lambda m: (m.segment, m.start, m.end))
+
+
 def assemble(split: PassageSplit, docs: Sequence[Any], labels: frozenset[str],
-             coreferencer) -> AnnotatedArticle:
+             coreferencer, propagate: bool = False) -> AnnotatedArticle:
     """Place spaCy docs of `split_segments(split)` in passage/sentence coordinates and chain them."""
     n_highlights = len(split.article.highlights)
     passage_offsets = (0, *split.highlight_starts)
@@ -139,6 +168,11 @@ def assemble(split: PassageSplit, docs: Sequence[Any], labels: frozenset[str],
             if mention is not None:
                 mentions.append(mention)
                 placed.append(("sentence", index))
+    if propagate:
+        segments = [doc.text for doc in docs[: 1 + n_highlights]] + sentence_texts
+        mentions = propagate_names(mentions, segments)
+        placed = [("passage", passage_offsets[m.segment]) if m.segment <= n_highlights
+                  else ("sentence", m.segment - 1 - n_highlights) for m in mentions]
     chains = coreferencer.resolve(mentions)
     passage_entities: list[Entity] = []
     sentence_entities: list[list[Entity]] = [[] for _ in sentence_texts]
@@ -160,8 +194,10 @@ class SpacyAnnotator:
     name = "spacy"
 
     def __init__(self, model: str = "en_core_web_sm", sentences: str = "senter",
-                 labels: Sequence[str] = (), batch_size: int = 64, coref: str = "rules"):
+                 labels: Sequence[str] = (), batch_size: int = 64, coref: str = "rules",
+                 propagate_names: bool = False):
         self.nlp = load_spacy(model, sentences)
+        self.propagate = propagate_names
         self.labels = frozenset(labels)
         self.batch_size = batch_size
         self.coreferencer = make_coreferencer(coref)
@@ -173,7 +209,7 @@ class SpacyAnnotator:
             bounds.append((len(texts), len(texts) + len(segments)))
             texts.extend(segments)
         docs = list(self.nlp.pipe(texts, batch_size=self.batch_size))
-        return [assemble(split, docs[a:b], self.labels, self.coreferencer)
+        return [assemble(split, docs[a:b], self.labels, self.coreferencer, self.propagate)
                 for split, (a, b) in zip(splits, bounds)]
 
 
@@ -182,7 +218,8 @@ def spacy_from_spec(spec: dict) -> SpacyAnnotator:
     section = spec["annotator"]
     return SpacyAnnotator(model=section["model"], sentences=section["sentences"],
                           labels=section["labels"], batch_size=int(section["batch_size"]),
-                          coref=spec["coref"]["name"])
+                          coref=spec["coref"]["name"],
+                          propagate_names=bool(section.get("propagate_names", False)))
 
 
 class DocumentModelAnnotator:
