@@ -53,12 +53,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from data_specs import load_schema
 from filters.record_metric import is_correct, normalize_answer
 from pipeline.export import read_table
+from transforms.parquet import write_rows
 from transforms.readers import merge_candidates
 
 PathLike = Union[str, Path]
@@ -72,7 +70,6 @@ RESULT_COLUMNS = ("worker_id", "assignment_id", "triple_id", "chosen_entity", "f
 REPUBLISH_COLUMNS = ("assignment_id", "triple_id", "worker_id")
 WORKER_COLUMNS = ("worker_id", "submissions", "correct", "accuracy", "blocked", "blocked_after")
 SPLITS = ("train", "dev", "test")
-SHARD = "part-00000-of-00001.parquet"
 
 NO_JUDGEMENTS = "no_judgements"
 BLOCKED_ONLY = "blocked_only"
@@ -415,16 +412,6 @@ def assign_splits(triples: Sequence[dict], passages: Mapping[str, dict], tallies
 
 # --------------------------------------------------------------------------- outputs
 
-def _write_parquet(rows: Sequence[Mapping[str, Any]], schema_name: str, folder: Path) -> None:
-    """Replace the folder's Parquet shards with one shard of `rows` (written even when empty)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.parquet"):
-        old.unlink()
-    schema = load_schema("record", schema_name)
-    table = pa.Table.from_pylist([{f: r.get(f) for f in schema.names} for r in rows], schema=schema)
-    pq.write_table(table, folder / SHARD)
-
-
 def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
@@ -443,10 +430,10 @@ def _write_outputs(out: Path, passages: Mapping[str, dict], outcome: Outcome,
                    submissions: Sequence[Submission], workers: Mapping[str, WorkerState]) -> None:
     key = lambda r: (r["passage_id"], r["query_id"])  # noqa: E731
     for split in SPLITS:
-        _write_parquet(sorted(outcome.splits[split], key=key), "validated_queries", out / split)
+        write_rows(sorted(outcome.splits[split], key=key), "record", "validated_queries", out / split)
     used = sorted({r["passage_id"] for rows in outcome.splits.values() for r in rows})
-    _write_parquet([passages[p] for p in used], "passages", out / "passages")
-    _write_parquet(sorted(outcome.rejects, key=lambda r: r["record_id"]), "rejects", out / "rejects")
+    write_rows([passages[p] for p in used], "record", "passages", out / "passages")
+    write_rows(sorted(outcome.rejects, key=lambda r: r["record_id"]), "record", "rejects", out / "rejects")
     discarded = (s for s in submissions if workers[s.worker_id].blocked)
     _write_csv(out / "republish.csv", REPUBLISH_COLUMNS,
                ([s.assignment_id, s.triple_id, s.worker_id] for s in discarded))

@@ -20,6 +20,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from transforms.accounting import write_json
+from transforms.parquet import write_rows
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = REPO_ROOT / "tests" / "data" / "protoqa"
 RUN_FILE = "run.json"
@@ -142,15 +145,8 @@ def add_commands(commands, add_spec_args: Callable) -> None:
 
 # ---- helpers ---------------------------------------------------------------------------------
 
-def _write_json(path: str, value) -> None:
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.create(path) as handle:
-        handle.write(json.dumps(value, indent=2).encode("utf-8"))
-
-
 def _mark_run(output: str, command: str) -> None:
-    _write_json(f"{output.rstrip('/')}/{RUN_FILE}", {"dataset": "protoqa", "command": command})
+    write_json(f"{output.rstrip('/')}/{RUN_FILE}", {"dataset": "protoqa", "command": command})
 
 
 def _local_dir(output: str) -> Path:
@@ -167,20 +163,6 @@ def _tally_summary(stages: dict[str, tuple[int, int, Counter]], order: Sequence[
         counts += [((stage, "in"), n_in), ((stage, "kept"), kept)]
         counts += [((stage, f"rejected.{r}"), n) for r, n in rejected.items()]
     return build_summary(counts, list(order))
-
-
-def _write_parquet(path: Path, table: str, rows: list[dict]) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from data_specs import load_schema
-
-    folder = path / table
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.parquet"):
-        old.unlink()
-    schema = load_schema("protoqa", table)
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / "part-00000-of-00001.parquet")
 
 
 def _balanced(summary: dict) -> bool:
@@ -259,9 +241,9 @@ def run_cluster_prep(spec: dict, answers_csv: str, output: str, models=None) -> 
         READ: (n_rows, n_rows - len(rejects), rejected),
         PROPOSE: (len(questions), len({r["question_id"] for r in rows}), Counter()),
     }, PREP_STAGES)
-    _write_parquet(path, "answers", rows)
-    _write_parquet(path, "rejects", [r.row() for r in rejects])
-    _write_json(str(path / "summary.json"), summary)
+    write_rows(rows, "protoqa", "answers", path / "answers")
+    write_rows([r.row() for r in rejects], "protoqa", "rejects", path / "rejects")
+    write_json(str(path / "summary.json"), summary)
     _mark_run(str(path), "cluster-prep")
     return summary
 
@@ -316,7 +298,7 @@ def run_sheets_import(spec: dict, sheets: Sequence[str], output: str,
                             else [col_a, col_b])
     result["paper_blanc"] = spec["sheets"]["paper_blanc"]
     path = _local_dir(output)
-    _write_json(str(path / "agreement.json"), result)
+    write_json(str(path / "agreement.json"), result)
     disputes = [d for q in merged for d in disagreements(q, "annotator_a", "annotator_b", invalid)]
     write_csv(str(path / "disagreements.csv"),
               ["question_id", "question", "answer", "count", "annotator_a", "annotator_b", "kind"],
@@ -367,7 +349,7 @@ def run_adjudicate(spec: dict, sheet: str, output: str, column: Optional[str] = 
             handle.write(dumps_record(record) + "\n")
     summary = _tally_summary({ADJUDICATE: (len(questions), len(records), rejected)}, [ADJUDICATE])
     summary["rejects"] = [r.row() for r in rejects]
-    _write_json(str(path / "summary.json"), summary)
+    write_json(str(path / "summary.json"), summary)
     _mark_run(str(path), "adjudicate")
     return summary
 
@@ -413,8 +395,8 @@ def run_release(spec: dict, inputs: Sequence[str], output: str) -> dict:
     }, RELEASE_STAGES)
     summary["splits"] = {name: [r["metadata"]["id"] for r in items] for name, items in splits.items()}
     summary["rejects"] = rejects
-    _write_json(str(path / "coverage.json"), report)
-    _write_json(str(path / "summary.json"), summary)
+    write_json(str(path / "coverage.json"), report)
+    write_json(str(path / "summary.json"), summary)
     _mark_run(str(path), "release")
     return {"summary": summary, "coverage": report}
 

@@ -8,7 +8,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from transforms.accounting import Ledger, Stage, Summarize, read_summary
+from transforms.accounting import Ledger, Stage, Summarize, read_summary, write_json
 from transforms.parquet import WriteTable
 from transforms.annotate import Annotate
 from transforms.curation import (DEDUP_ID, DEDUP_NEAR, SPLIT, DropDuplicateIds,
@@ -19,7 +19,7 @@ from transforms.sources import STAGE as READ_STAGE
 from transforms.sources import ReadArticles, read_url_list
 from transforms.annotate import STAGE as ANNOTATE_STAGE
 from transforms.machine_filter import STAGE as MACHINE_STAGE
-from transforms.machine_filter import MachineFilter, fold_summary, write_json
+from transforms.machine_filter import MachineFilter, fold_summary
 from transforms.compare import CompareAnnotations, agreement
 from transforms.readers import make_reader
 

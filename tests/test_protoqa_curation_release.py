@@ -109,9 +109,9 @@ def test_round_trip_sheets_filled_in_the_test(tmp_path):
                               "count": p.count, "normalized": p.normalized, "proposed_cluster": p.cluster,
                               "proposed_label": p.label, "evidence": list(p.evidence)})
     prep = tmp_path / "prep"
-    from pipeline.protoqa import _write_parquet
+    from transforms.parquet import write_rows
 
-    _write_parquet(prep, "answers", prep_rows)
+    write_rows(prep_rows, "protoqa", "answers", prep / "answers")
     paths = run_sheets_export(str(prep), str(tmp_path / "sheets"), ["ann1", "ann2"])
     # annotator 1 accepts every proposal; annotator 2 also, but marks rare answers invalid
     for path, invalid_below in zip(paths, (0, 3)):

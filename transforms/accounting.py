@@ -124,7 +124,7 @@ class Summarize(beam.PTransform):
             tallies
             | "CountOutcomes" >> beam.CombinePerKey(sum)
             | "CollectCounts" >> beam.combiners.ToList()
-            | "WriteSummary" >> beam.Map(lambda counts: write_summary(path, build_summary(counts, order)))
+            | "WriteSummary" >> beam.Map(lambda counts: write_json(path, build_summary(counts, order)))
         )
 
 
@@ -143,9 +143,10 @@ def build_summary(counts: Iterable[tuple[tuple[str, str], int]], order: list[str
     return {"stages": stages}
 
 
-def write_summary(path: str, summary: dict) -> str:
+def write_json(path: str, payload: dict) -> str:
+    """Write `payload` as indented JSON to `path` (local or any Beam filesystem); return the path."""
     with FileSystems.create(path) as handle:
-        handle.write(json.dumps(summary, indent=2, sort_keys=False).encode("utf-8"))
+        handle.write(json.dumps(payload, indent=2).encode("utf-8"))
     return path
 
 

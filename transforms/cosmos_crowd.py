@@ -47,19 +47,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, TextIO, Union
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from data_specs import load_schema
 from filters import cosmos as cosmos_filters
 from pipeline.export import read_table
 from transforms.machine_filter import unit_hash
+from transforms.parquet import write_rows
 
 PathLike = Union[str, Path]
 QUESTION_STAGE = "question_sets"
 VALIDATION_STAGE = "validation"
 SPLITS = ("train", "dev", "test")
-SHARD = "part-00000-of-00001.parquet"
 HIT_COLUMNS = ("paragraph_id", "blog_id", "paragraph", "instructions")
 QUESTION_COLUMNS = ("assignment_id", "worker_id", "paragraph_id", "question_number", "question",
                     "correct_1", "correct_2", "incorrect_1", "incorrect_2", "incorrect_3")
@@ -361,15 +358,6 @@ def assign_splits(instances: Sequence[dict[str, Any]], spec: Mapping[str, Any]) 
 
 # --------------------------------------------------------------------------- import
 
-def _write_parquet(rows: Sequence[Mapping[str, Any]], table: str, folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.parquet"):
-        old.unlink()
-    schema = load_schema("cosmos", table)
-    pq.write_table(pa.Table.from_pylist([{f: r.get(f) for f in schema.names} for r in rows],
-                                        schema=schema), folder / SHARD)
-
-
 def _stage(n_in: int, kept: int, rejects: Iterable[dict], stage: str) -> dict[str, Any]:
     reasons = dict(sorted(Counter(r["reason"] for r in rejects if r["stage"] == stage).items()))
     return {"in": n_in, "kept": kept, "rejected": reasons,
@@ -413,11 +401,11 @@ def import_results(run_dir: PathLike, questions_csv: PathLike, validations_csv: 
     out.mkdir(parents=True, exist_ok=True)
     key = lambda r: r["id"]  # noqa: E731
     for split in SPLITS:
-        _write_parquet(sorted((r for r in instances if r["split"] == split), key=key), "instances", out / split)
-    _write_parquet(sorted((set_row(d) for d in decided), key=lambda r: r["set_id"]), "sets", out / "sets")
+        write_rows(sorted((r for r in instances if r["split"] == split), key=key), "cosmos", "instances", out / split)
+    write_rows(sorted((set_row(d) for d in decided), key=lambda r: r["set_id"]), "cosmos", "sets", out / "sets")
     used = sorted({d.qset.paragraph_id for d in decided})
-    _write_parquet([paragraphs[p] for p in used], "paragraphs", out / "paragraphs")
-    _write_parquet(sorted(rejects, key=lambda r: (r["stage"], r["record_id"])), "rejects", out / "rejects")
+    write_rows([paragraphs[p] for p in used], "cosmos", "paragraphs", out / "paragraphs")
+    write_rows(sorted(rejects, key=lambda r: (r["stage"], r["record_id"])), "cosmos", "rejects", out / "rejects")
     summary = {
         "dataset": "cosmos",
         "stages": {QUESTION_STAGE: _stage(n_rows, len(sets), rejects, QUESTION_STAGE),

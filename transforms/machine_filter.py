@@ -9,7 +9,6 @@ answers correctly (exact match with any reference) is dropped; the others are ke
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Iterable, Iterator
 
 import apache_beam as beam
@@ -188,8 +187,3 @@ def fold_summary(reader: str, stats: list[tuple[int, tuple[int, int, float]]],
         "dropped": sum(entry["rejected"].values()),
         "stages": stages,
     }
-
-
-def write_json(path: str, payload: dict) -> None:
-    with FileSystems.create(path) as handle:
-        handle.write(json.dumps(payload, indent=2).encode("utf-8"))

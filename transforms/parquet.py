@@ -1,7 +1,8 @@
 """Writing PCollections of dict rows as Parquet shards with the schemas kept in data_specs/."""
 from __future__ import annotations
 
-from typing import Optional
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
 
 import apache_beam as beam
 
@@ -30,3 +31,20 @@ class WriteTable(beam.PTransform):
             file_name_suffix=".parquet",
             num_shards=self._num_shards,
         )
+
+
+SHARD = "part-00000-of-00001.parquet"
+
+
+def write_rows(rows: Sequence[Mapping[str, Any]], dataset: str, table: str, folder: Path) -> None:
+    """Plain-Python output of small steps: replace `folder`'s shards with one shard of `rows`
+    (written even when empty), fields projected onto table `table` of `{dataset}_schema.yaml`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.parquet"):
+        old.unlink()
+    schema = load_schema(dataset, table)
+    pq.write_table(pa.Table.from_pylist([{f: r.get(f) for f in schema.names} for r in rows],
+                                        schema=schema), folder / SHARD)
