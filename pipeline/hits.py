@@ -56,6 +56,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from filters.record_metric import is_correct, normalize_answer
 from pipeline.export import read_table
+from transforms.accounting import write_json
 from transforms.parquet import write_rows
 from transforms.readers import merge_candidates
 
@@ -493,5 +494,5 @@ def import_results(run_dir: PathLike, results_csv_path: PathLike, output_dir: Pa
     out.mkdir(parents=True, exist_ok=True)
     _write_outputs(out, passages, outcome, submissions, workers)
     summary = build_summary(len(triples), excluded, outcome, submissions, unknown, workers, checkpoints)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_json(str(out / "summary.json"), summary)
     return summary

@@ -51,6 +51,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, TextIO, Union
 from filters import cosmos as cosmos_filters
 from pipeline.export import read_table
 from transforms.machine_filter import unit_hash
+from transforms.accounting import write_json
 from transforms.parquet import write_rows
 
 PathLike = Union[str, Path]
@@ -417,7 +418,7 @@ def import_results(run_dir: PathLike, questions_csv: PathLike, validations_csv: 
         "splits": {s: sum(r["split"] == s for r in instances) for s in SPLITS},
         "targets": targets,
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_json(str(out / "summary.json"), summary)
     return summary
 
 
