@@ -1,14 +1,38 @@
-"""Dataset specs (YAML, the papers' defaults) and the Parquet schemas of every output."""
+"""Dataset specs (YAML, the papers' defaults) and the Parquet schemas of every output.
+
+`load_spec("record", ["passage.min_tokens=120"])` returns a validated, frozen `RecordSpec`
+(`CosmosSpec`, `ProtoqaSpec`: the models of `data_specs.models`, picked by the spec's `dataset`
+key); every problem is a one-line `SpecError` naming the YAML key, the value and what is allowed.
+"""
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Union, get_args, get_origin
 
 import pyarrow as pa
 import yaml
+from pydantic import BaseModel, ValidationError
+
+from data_specs.models import (
+    SPEC_MODELS,
+    CosmosSpec,
+    ProtoqaSpec,
+    RecordSpec,
+    Spec,
+    SpecModel,
+    expected,
+    unwrap,
+)
 
 SPEC_DIR = Path(__file__).resolve().parent
+
+__all__ = ["SPEC_DIR", "SPEC_MODELS", "CosmosSpec", "ProtoqaSpec", "RecordSpec", "Spec", "SpecError",
+           "apply_overrides", "load_raw_spec", "load_schema", "load_spec", "spec_hash", "spec_path",
+           "validate_spec"]
 
 _SCALARS = {
     "string": pa.string(),
@@ -17,10 +41,12 @@ _SCALARS = {
     "float64": pa.float64(),
     "bool": pa.bool_(),
 }
+_MAX_ERRORS = 8        # problems listed in one SpecError; the rest are counted
+_MAX_REPR = 80
 
 
 class SpecError(ValueError):
-    """A spec file or a `--set` override is malformed."""
+    """A spec file or a `--set` override is malformed (the message is one line)."""
 
 
 def spec_path(name_or_path: str) -> Path:
@@ -31,31 +57,95 @@ def spec_path(name_or_path: str) -> Path:
     return SPEC_DIR / f"{name_or_path}.yaml"
 
 
-def load_spec(name_or_path: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
-    """Load a dataset spec and apply `dotted.key=value` overrides (values parsed as YAML)."""
+def load_raw_spec(name_or_path: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """The spec as a plain dict (YAML key names) with the overrides applied, not validated."""
     path = spec_path(name_or_path)
-    if not path.exists():
+    if not path.is_file():
         raise SpecError(f"spec not found: {path}")
-    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"spec {path} cannot be read: {_one_line(exc)}") from None
+    try:
+        spec = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"spec {path} is not valid YAML: {_yaml_problem(exc)}") from None
+    if not isinstance(spec, dict):
+        raise SpecError(f"spec {path} must be a mapping of sections, got {_short(spec)}")
     return apply_overrides(spec, overrides)
 
 
-def apply_overrides(spec: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
-    """Return a copy of `spec` with each `a.b.c=value` applied; unknown keys are errors."""
+def load_spec(name_or_path: str, overrides: Iterable[str] = ()) -> Spec:
+    """Load a dataset spec, apply `dotted.key=value` overrides (values parsed as YAML), validate.
+
+    Returns the frozen model of the spec's `dataset` (`RecordSpec`, `CosmosSpec`, `ProtoqaSpec`);
+    `spec.model_dump(by_alias=True)` is the YAML-shaped dict.
+    """
+    return validate_spec(load_raw_spec(name_or_path, overrides))
+
+
+def validate_spec(raw: Union[Mapping[str, Any], BaseModel]) -> Spec:
+    """The typed spec of a YAML-shaped dict, chosen by its `dataset`; problems are a SpecError."""
+    if isinstance(raw, BaseModel):
+        raw = raw.model_dump(by_alias=True)
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"a spec must be a mapping of sections, got {_short(raw)}")
+    dataset = raw.get("dataset")
+    model = SPEC_MODELS.get(dataset) if isinstance(dataset, str) else None
+    if model is None:
+        allowed = ", ".join(repr(k) for k in SPEC_MODELS)
+        what = "missing" if "dataset" not in raw else f"{_short(dataset)}"
+        raise SpecError(f"spec value dataset={what} is invalid: expected one of {allowed}")
+    try:
+        return model.model_validate(dict(raw))
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(model, exc)) from None
+
+
+def spec_hash(spec: Union[BaseModel, Mapping[str, Any]]) -> str:
+    """sha1 of the canonical JSON (sorted keys, YAML key names) of a spec."""
+    data = spec.model_dump(by_alias=True, mode="json") if isinstance(spec, BaseModel) else spec
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def apply_overrides(spec: Union[Mapping[str, Any], BaseModel], overrides: Iterable[str]) -> dict[str, Any]:
+    """Return a dict copy of `spec` with each `a.b.c=value` applied; unknown keys are errors.
+
+    A value replacing a mapping (a whole section) must be a mapping itself; a key below a scalar
+    value is unknown.
+    """
+    if isinstance(spec, BaseModel):
+        spec = spec.model_dump(by_alias=True)
     result = copy.deepcopy(dict(spec))
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise SpecError(f"override must look like key.path=value, got {item!r}")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise SpecError(f"override {item!r} has no valid YAML value: {_yaml_problem(exc)}") from None
         node: Any = result
         parts = key.split(".")
-        for part in parts[:-1]:
-            if not isinstance(node, dict) or part not in node:
-                raise SpecError(f"unknown spec key {key!r}")
-            node = node[part]
-        if not isinstance(node, dict) or parts[-1] not in node:
-            raise SpecError(f"unknown spec key {key!r}")
-        node[parts[-1]] = yaml.safe_load(raw)
+        for depth, part in enumerate(parts):
+            where = ".".join(parts[:depth])
+            if not isinstance(node, dict):
+                raise SpecError(f"spec key {key} is unknown: {where} is a value "
+                                f"({_short(node)}), not a section")
+            if part not in node:
+                inside = f" in {where}" if where else ""
+                raise SpecError(f"spec key {key} is unknown (allowed{inside}: "
+                                f"{', '.join(map(str, node)) or 'none'})")
+            if depth < len(parts) - 1:
+                node = node[part]
+        old = node[parts[-1]]
+        if isinstance(old, dict) and not isinstance(value, dict):
+            keys = ", ".join(map(str, old))
+            hint = f" (keys: {keys}); set one of them, e.g. --set {key}.{next(iter(old))}=..." if old else ""
+            raise SpecError(f"spec value {key}={_short(value)} is invalid: {key} is a mapping, "
+                            f"not a single value{hint}")
+        node[parts[-1]] = value
     return result
 
 
@@ -86,3 +176,95 @@ def _fields(tables: Mapping[str, Any], table: str, where: str) -> list[Mapping[s
     if isinstance(entry, Mapping):
         return _fields(tables, entry["extends"], where) + list(entry["fields"])
     return list(entry)
+
+
+# ---- one-line messages ----------------------------------------------------------------------
+def format_validation_error(model: type, exc: ValidationError) -> str:
+    """One line for every problem pydantic found, `; `-joined, with the YAML key names."""
+    messages: list[str] = []
+    for error in exc.errors():
+        message = _describe_error(model, error)
+        if message not in messages:       # a union's members report the same value once each
+            messages.append(message)
+    shown = messages[:_MAX_ERRORS]
+    if len(messages) > len(shown):
+        shown.append(f"... and {len(messages) - len(shown)} more")
+    return "; ".join(shown)
+
+
+def _describe_error(model: type, error: Mapping[str, Any]) -> str:
+    loc, kind = tuple(error["loc"]), error["type"]
+    annotation, metadata, parts = model, [], []
+    key_error = False
+    for index, item in enumerate(loc):
+        annotation, metadata = unwrap(annotation, metadata)
+        if isinstance(annotation, type) and issubclass(annotation, SpecModel):
+            name = annotation._attribute(item) if isinstance(item, str) else None
+            if name is None:
+                where = f" in {_path(parts)}" if parts else ""
+                return (f"spec key {_path(parts + [item])} is unknown "
+                        f"(allowed{where}: {', '.join(annotation.yaml_keys())})")
+            info = annotation.model_fields[name]
+            parts.append(item)
+            annotation, metadata = info.annotation, list(info.metadata)
+            continue
+        origin = get_origin(annotation)
+        if origin is list and isinstance(item, int):
+            parts.append(item)
+            annotation, metadata = get_args(annotation)[0], []
+            continue
+        if origin is dict and item != "[key]":
+            key_type, value_type = get_args(annotation)
+            parts.append(item)
+            if index + 1 < len(loc) and loc[index + 1] == "[key]":
+                annotation, metadata, key_error = key_type, [], True
+                break
+            annotation, metadata = value_type, []
+            continue
+        break                              # a union member's tag, or below a scalar
+    path = _path(parts)
+    ctx = error.get("ctx") or {}
+    if kind == "missing":
+        return f"spec key {path} is missing (expected {expected(annotation, metadata)})"
+    if kind == "min_above_max":
+        prefix = f"{path}." if path else ""
+        return (f"spec value {prefix}{ctx['low']}={_short(ctx['low_value'])} is invalid: must be <= "
+                f"{prefix}{ctx['high']} ({_short(ctx['high_value'])})")
+    if key_error:
+        return f"spec key {path} is invalid: expected {expected(annotation, metadata)} as a key"
+    shown = f"{path}={_short(error.get('input'))}"
+    if kind in ("regex", "all_zero"):
+        return f"spec value {shown} is invalid: {error['msg']}"
+    return f"spec value {shown} is invalid: expected {expected(annotation, metadata)}"
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def _path(parts: Iterable[Any]) -> str:
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif isinstance(part, str) and _PLAIN_KEY.match(part):
+            text += f".{part}" if text else part
+        else:
+            text += f"[{part!r}]"
+    return text
+
+
+def _short(value: Any) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= _MAX_REPR else text[:_MAX_REPR - 3] + "..."
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return _one_line(exc)

@@ -162,7 +162,8 @@ def dataset_modules() -> list:
 def cmd_record_generate(args, extra: Sequence[str]) -> int:
     from data_specs import load_spec
     from pipeline.record import run_record
-    from transforms.accounting import format_summary, read_summary
+    from transforms.core.accounting import format_summary
+    from transforms.core.io import read_summary
 
     spec = load_spec(args.spec, args.overrides)
     if args.annotator:
@@ -205,7 +206,7 @@ def cmd_record_annotation_inputs(args, extra: Sequence[str]) -> int:
 def cmd_record_filter(args, extra: Sequence[str]) -> int:
     from data_specs import load_spec
     from pipeline.record import run_filter
-    from transforms.accounting import format_summary
+    from transforms.core.accounting import format_summary
 
     spec = load_spec(args.spec, args.overrides)
     summary = run_filter(spec, args.run_dir, args.output, args.reader, args.folds, beam_options(extra))
@@ -230,7 +231,7 @@ def format_filter_summary(summary: dict) -> str:
 def cmd_record_evaluate(args) -> int:
     import json
 
-    from filters.record_metric import evaluate
+    from transforms.record.metric import evaluate
 
     with open(args.data, encoding="utf-8") as handle:
         data = json.load(handle)["data"]
@@ -245,8 +246,8 @@ def cmd_record_evaluate(args) -> int:
 
 def cmd_record_hits(args) -> int:
     from data_specs import load_spec
-    from pipeline.hits import export_hits, import_results
-    from transforms.accounting import format_summary
+    from transforms.core.accounting import format_summary
+    from transforms.record.crowd import export_hits, import_results
 
     spec = load_spec(args.spec, args.overrides)
     if args.hits_command == "export":
@@ -262,7 +263,7 @@ def cmd_record_hits(args) -> int:
 
 
 def cmd_record_export(args) -> int:
-    from pipeline.export import EXPORTERS
+    from transforms.record.export import EXPORTERS
 
     exporter = EXPORTERS[args.format]
     if args.output == "-":
@@ -275,7 +276,7 @@ def cmd_record_export(args) -> int:
 
 def cmd_stats(args) -> int:
     from data_specs import load_spec
-    from pipeline.stats import format_table, record_stats
+    from transforms.record.stats import format_table, record_stats
 
     for module in dataset_modules():
         if module.is_run(args.run_dir):
@@ -289,8 +290,9 @@ def cmd_stats(args) -> int:
 def cmd_demo(args, extra: Sequence[str]) -> int:
     from data_specs import load_spec
     from pipeline.record import run_filter, run_record
-    from pipeline.stats import format_table, record_stats
-    from transforms.accounting import format_summary, read_summary
+    from transforms.core.accounting import format_summary
+    from transforms.core.io import read_summary
+    from transforms.record.stats import format_table, record_stats
 
     output = Path(args.output) / "record"
     spec = load_spec("record")
@@ -318,7 +320,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run `csdata`; a missing model or a bad spec value is reported in one line (exit 2)."""
     quiet_beam_import_warning()   # before anything imports Beam
     from data_specs import SpecError
-    from transforms.annotate import ModelUnavailable
+    from transforms.core.models import ModelUnavailable
 
     try:
         return _main(argv)

@@ -11,24 +11,28 @@ The entry points `add_commands`, `run`, `is_run`, `stats` and `demo` are called 
 from __future__ import annotations
 
 import argparse
-import statistics
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import apache_beam as beam
 
-from transforms.accounting import Summarize, format_summary, read_summary
-from transforms.parquet import WriteTable
+from transforms.core.accounting import Summarize, format_summary
+from transforms.core.io import WriteTable, read_summary
+from transforms.cosmos.stats import format_stats
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
 DEMO_DATA = REPO_ROOT / "tests" / "data" / "cosmos"
+
+
 PARAGRAPH_TABLES = ("paragraphs", "rejects")
 
 
 def stage_order() -> list[str]:
-    from transforms.cosmos_annotate import COHERENCE_STAGE, SAMPLE_STAGE, SENTENCE_STAGE, STORY_STAGE
-    from transforms.cosmos_segment import STAGE as SEGMENT_STAGE
-    from transforms.cosmos_sources import STAGE as READ_STAGE
+    from transforms.cosmos.paragraphs import COHERENCE_STAGE, SAMPLE_STAGE, SENTENCE_STAGE, STORY_STAGE
+    from transforms.cosmos.read import STAGE as READ_STAGE
+    from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
 
     return [READ_STAGE, STORY_STAGE, SENTENCE_STAGE, COHERENCE_STAGE, SEGMENT_STAGE, SAMPLE_STAGE]
 
@@ -41,8 +45,8 @@ class GenerateCosmosParagraphs(beam.PTransform):
         self._spec, self._inputs, self._output = spec, list(inputs), output.rstrip("/")
 
     def expand(self, pbegin):
-        from transforms.cosmos_annotate import Paragraphs
-        from transforms.cosmos_sources import ReadStories
+        from transforms.cosmos.paragraphs import Paragraphs
+        from transforms.cosmos.read import ReadStories
 
         spec, out = self._spec, self._output
         shards = int(spec["output"]["num_shards"])
@@ -61,7 +65,7 @@ def run_paragraphs(spec: dict, inputs: Sequence[str], output: str, options=None)
     """Run stage 1; returns the summary (also in `{output}/summary.json`)."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipeline.record import clear_output
+    from pipeline.runner import clear_output
 
     clear_output(output, PARAGRAPH_TABLES)
     pipeline = beam.Pipeline(options=options or PipelineOptions(["--runner=FnApiRunner"]))
@@ -69,108 +73,6 @@ def run_paragraphs(spec: dict, inputs: Sequence[str], output: str, options=None)
     pipeline.run().wait_until_finish()
     return read_summary(f"{output.rstrip('/')}/summary.json")
 
-
-# --------------------------------------------------------------------------- statistics
-
-def _describe(values: Sequence[int]) -> tuple[float, int, int]:
-    return (statistics.fmean(values) if values else 0.0, max(values, default=0), min(values, default=0))
-
-
-def histogram(values: Sequence[int], low: int = 30, high: int = 150, width: int = 10) -> list[tuple[str, int]]:
-    """Counts per `width`-word bin from `low` to `high` (the last bin includes `high`)."""
-    bins = []
-    for a in range(low, high, width):
-        b = min(a + width, high)
-        last = b == high
-        bins.append((f"{a}-{b if last else b - 1}", sum(a <= v < b or (last and v == b) for v in values)))
-    outside = sum(v < low or v > high for v in values)
-    if outside:
-        bins.append(("outside", outside))
-    return bins
-
-
-def paragraph_stats(path: Path) -> dict[str, Any]:
-    from filters.text import count_tokens
-    from pipeline.export import read_table
-
-    rows = read_table(path, "paragraphs", ["blog_id", "text"]).to_pylist()
-    words = [len(r["text"].split()) for r in rows]
-    tokens = [count_tokens(r["text"]) for r in rows]
-    return {"paragraphs": len(rows), "blogs": len({r["blog_id"] for r in rows}),
-            "words": _describe(words), "tokens": _describe(tokens), "histogram": histogram(words)}
-
-
-def qa_stats(path: Path, nota: str) -> dict[str, Any]:
-    from filters.text import count_tokens
-    from pipeline.export import read_table
-
-    rows = {s: read_table(path, s).to_pylist() for s in ("train", "dev", "test")}
-    every = [r for split in rows.values() for r in split]
-    paragraphs = {r["paragraph_id"]: r["context"] for r in every}
-    correct = [count_tokens(r[f"answer{r['label']}"]) for r in every]
-    incorrect = [count_tokens(r[f"answer{i}"]) for r in every for i in range(4) if i != r["label"]]
-    sets = {r["set_id"]: r["nota_distractor"] for r in every}
-    return {
-        "questions": len(every), "paragraphs": len(paragraphs),
-        **{f"{s}_questions": len(v) for s, v in rows.items()},
-        **{f"{s}_paragraphs": len({r["paragraph_id"] for r in v}) for s, v in rows.items()},
-        "paragraph": _describe([count_tokens(t) for t in paragraphs.values()]),
-        "question": _describe([count_tokens(r["question"]) for r in every]),
-        "correct": _describe(correct), "incorrect": _describe(incorrect),
-        "unanswerable_percent": 100.0 * sum(r["unanswerable"] for r in every) / len(every) if every else 0.0,
-        "nota_distractor_percent": 100.0 * sum(sets.values()) / len(sets) if sets else 0.0,
-        "nota_anywhere_percent": 100.0 * sum(any(r[f"answer{i}"] == nota for i in range(4)) for r in every)
-        / len(every) if every else 0.0,
-    }
-
-
-def _row(label: str, ours: str, paper: Any) -> str:
-    return f"{label:<34}{ours:>16}  {'-' if paper is None else paper!s:>14}"
-
-
-def format_stats(path: Path, spec: Mapping[str, Any]) -> str:
-    paper = spec.get("paper_table1", {})
-    lines = [f"Cosmos QA run {path}", _row("statistic", "this run", "paper"), "-" * 66]
-    if (path / "train").is_dir():
-        s = qa_stats(path, spec["nota"]["text"])
-        lines += [
-            _row("questions (paragraphs)", f"{s['questions']} ({s['paragraphs']})",
-                 f"{paper.get('questions')} ({paper.get('paragraphs')})"),
-            *[_row(f"  {sp}", f"{s[sp + '_questions']} ({s[sp + '_paragraphs']})", paper.get(f"{sp}_questions"))
-              for sp in ("train", "dev", "test")],
-        ]
-        for key, label in (("paragraph", "paragraph"), ("question", "question"),
-                           ("correct", "correct answer"), ("incorrect", "incorrect answer")):
-            mean, top, _ = s[key]
-            ref = paper.get(f"tokens_per_{key if key != 'correct' and key != 'incorrect' else key + '_answer'}")
-            ref_max = paper.get(f"max_tokens_per_{key if key not in ('correct', 'incorrect') else key + '_answer'}")
-            lines.append(_row(f"tokens/{label} (mean/max)", f"{mean:.1f}/{top}", f"{ref}/{ref_max}"))
-        lines.append(_row("unanswerable questions %", f"{s['unanswerable_percent']:.1f}",
-                          paper.get("unanswerable_percent")))
-        lines.append(_row("valid sets with NOTA distractor %", f"{s['nota_distractor_percent']:.1f}",
-                          f"~{100 * float(spec['nota']['false_negative_rate']):.0f} of answerable"))
-        lines.append(_row("questions with NOTA anywhere %", f"{s['nota_anywhere_percent']:.1f}", None))
-        return "\n".join(lines) + "\n"
-    s = paragraph_stats(path)
-    mean_w, max_w, min_w = s["words"]
-    mean_t, max_t, min_t = s["tokens"]
-    lines += [
-        _row("paragraphs (blogs)", f"{s['paragraphs']} ({s['blogs']})", paper.get("paragraphs")),
-        _row("words/paragraph (mean/max/min)", f"{mean_w:.1f}/{max_w}/{min_w}", "30-150 words"),
-        _row("tokens/paragraph (mean/max)", f"{mean_t:.1f}/{max_t}",
-             f"{paper.get('tokens_per_paragraph')}/{paper.get('max_tokens_per_paragraph')}"),
-        "", "words per paragraph:",
-    ]
-    total = max(s["paragraphs"], 1)
-    for label, n in s["histogram"]:
-        lines.append(f"  {label:>8} {n:>6}  {'#' * round(40 * n / total)}")
-    summary = path / "summary.json"
-    if summary.exists():
-        lines += ["", format_summary(read_summary(str(summary)))]
-    return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------- CLI contract
 
 def is_run(path) -> bool:
     """A Cosmos output directory: stage 1 (paragraphs/ + summary without ReCoRD tables) or stage 2-3."""
@@ -248,7 +150,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
         print(format_summary(summary))
         return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
     if command == "hits":
-        from transforms.cosmos_crowd import export_question_hits, import_results
+        from transforms.cosmos.crowd import export_question_hits, import_results
 
         spec = load_spec(args.spec, args.overrides)
         if args.hits_command == "export":
@@ -263,7 +165,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
         print(format_summary({"stages": summary["stages"]}))
         return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
     if command == "export":
-        from transforms.cosmos_crowd import export_release
+        from transforms.cosmos.crowd import export_release
 
         counts = export_release(args.qa_dir, args.output)
         print(", ".join(f"{name}: {n} rows" for name, n in counts.items()))

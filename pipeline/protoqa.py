@@ -16,28 +16,37 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
-from transforms.accounting import write_json
-from transforms.parquet import write_rows
+from pipeline.runner import run_pipeline
+from transforms.core.io import write_json, write_rows
+from transforms.protoqa import metric as pm
+from transforms.protoqa.assign import DEFAULT_THRESHOLD, ClusterAssigner, leave_one_out, minilm_embedder
+from transforms.protoqa.cluster_prep import read_prep
+from transforms.protoqa.release import read_records, read_text
+from transforms.protoqa.stats import cluster_counts, stats_from_counts
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
 SAMPLES = REPO_ROOT / "tests" / "data" / "protoqa"
+
+
 RUN_FILE = "run.json"
 
-
-# ---- argument parsing ------------------------------------------------------------------------
 
 def _score_module():
     import importlib.util
 
-    if importlib.util.find_spec("pipeline.protoqa_score") is None:
+    if importlib.util.find_spec("transforms.protoqa.assign") is None:
         return None
     import importlib
 
-    return importlib.import_module("pipeline.protoqa_score")
+    return importlib.import_module("transforms.protoqa.assign")
 
 
 def add_commands(commands, add_spec_args: Callable) -> None:
@@ -143,8 +152,6 @@ def add_commands(commands, add_spec_args: Callable) -> None:
         score.add_score_commands(sub)
 
 
-# ---- helpers ---------------------------------------------------------------------------------
-
 def _mark_run(output: str, command: str) -> None:
     write_json(f"{output.rstrip('/')}/{RUN_FILE}", {"dataset": "protoqa", "command": command})
 
@@ -156,7 +163,7 @@ def _local_dir(output: str) -> Path:
 
 
 def _tally_summary(stages: dict[str, tuple[int, int, Counter]], order: Sequence[str]) -> dict:
-    from transforms.accounting import build_summary
+    from transforms.core.accounting import build_summary
 
     counts = []
     for stage, (n_in, kept, rejected) in stages.items():
@@ -169,32 +176,16 @@ def _balanced(summary: dict) -> bool:
     return all(s["balanced"] for s in summary["stages"].values())
 
 
-def _read_text(path: str) -> str:
-    with open(path, encoding="utf-8-sig") as handle:
-        return handle.read()
-
-
-def read_records(paths: Sequence[str]) -> list[dict]:
-    records = []
-    for path in paths:
-        for line in _read_text(path).splitlines():
-            if line.strip():
-                records.append(json.loads(line))
-    return records
-
-
-# ---- questions (Beam) ------------------------------------------------------------------------
-
 def run_questions(spec: dict, inputs: Sequence[str], output: str, omitted: Sequence[str] = (),
                   flagged: Sequence[str] = (), options=None) -> dict:
     """Question curation on Beam; returns the summary (also in OUTPUT/summary.json)."""
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
 
-    from pipeline.record import _default_options, _run, clear_output
-    from transforms.accounting import Summarize, read_summary
-    from transforms.parquet import WriteTable
-    from transforms.protoqa import QUESTION_STAGES, CurateQuestions, read_id_list, scraped_jsonl
+    from pipeline.runner import clear_output, default_options
+    from transforms.core.accounting import Summarize
+    from transforms.core.io import WriteTable, read_summary
+    from transforms.protoqa.questions import QUESTION_STAGES, CurateQuestions, read_id_list, scraped_jsonl
 
     out = output.rstrip("/")
     clear_output(out, ("questions", "rejects"), ("summary.json", "questions.jsonl", RUN_FILE))
@@ -212,7 +203,7 @@ def run_questions(spec: dict, inputs: Sequence[str], output: str, omitted: Seque
             for row in sorted(rows, key=lambda r: r["question_id"]):
                 handle.write((scraped_jsonl(row) + "\n").encode("utf-8"))
 
-    pipeline = beam.Pipeline(options=options or _default_options())
+    pipeline = beam.Pipeline(options=options or default_options())
     lines = pipeline | "Read" >> beam.io.ReadFromText(inputs[0]) if len(inputs) == 1 else (
         [pipeline | f"Read{i}" >> beam.io.ReadFromText(p) for i, p in enumerate(inputs)]
         | "FlattenInputs" >> beam.Flatten())
@@ -223,18 +214,16 @@ def run_questions(spec: dict, inputs: Sequence[str], output: str, omitted: Seque
     (rejects | "RejectRows" >> beam.Map(lambda r: r.row())
      | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="protoqa"))
     tallies | "Summarize" >> Summarize(f"{out}/summary.json", QUESTION_STAGES)
-    _run(pipeline)
+    run_pipeline(pipeline)
     _mark_run(out, "questions")
     return read_summary(f"{out}/summary.json")
 
 
-# ---- cluster prep ----------------------------------------------------------------------------
-
 def run_cluster_prep(spec: dict, answers_csv: str, output: str, models=None) -> dict:
-    from transforms.protoqa_answers import PREP_STAGES, PROPOSE, READ, prepare_all, read_crowd_answers
+    from transforms.protoqa.cluster_prep import PREP_STAGES, PROPOSE, READ, prepare_all, read_crowd_answers
 
     path = _local_dir(output)
-    questions, rejects, n_rows = read_crowd_answers(_read_text(answers_csv))
+    questions, rejects, n_rows = read_crowd_answers(read_text(answers_csv))
     rows = prepare_all(questions, spec, models)
     rejected = Counter(r.reason for r in rejects)
     summary = _tally_summary({
@@ -248,16 +237,8 @@ def run_cluster_prep(spec: dict, answers_csv: str, output: str, models=None) -> 
     return summary
 
 
-def read_prep(prep_dir: str) -> list[dict]:
-    from pipeline.export import read_table
-
-    return read_table(prep_dir, "answers").to_pylist()
-
-
-# ---- sheets ----------------------------------------------------------------------------------
-
 def run_sheets_export(prep_dir: str, output: str, annotators: Sequence[str]) -> list[str]:
-    from transforms.protoqa_release import ANNOTATOR_COLUMNS, export_sheet_rows, write_csv
+    from transforms.protoqa.sheets import ANNOTATOR_COLUMNS, export_sheet_rows, write_csv
 
     path = _local_dir(output)
     rows = export_sheet_rows(read_prep(prep_dir))
@@ -271,18 +252,25 @@ def run_sheets_export(prep_dir: str, output: str, annotators: Sequence[str]) -> 
 
 def run_sheets_import(spec: dict, sheets: Sequence[str], output: str,
                       columns: Optional[Sequence[str]] = None) -> dict:
-    from transforms.protoqa_release import (ADJUDICATION_COLUMNS, SheetError, adjudication_rows,
-                                            agreement, disagreements, merge_annotators, read_sheet,
-                                            write_csv)
+    from transforms.protoqa.sheets import (
+        ADJUDICATION_COLUMNS,
+        SheetError,
+        adjudication_rows,
+        agreement,
+        disagreements,
+        merge_annotators,
+        read_sheet,
+        write_csv,
+    )
 
     invalid = spec["sheets"]["invalid_labels"]
     if len(sheets) == 2:
-        (qa, cols_a), (qb, cols_b) = (read_sheet(_read_text(s)) for s in sheets)
+        (qa, cols_a), (qb, cols_b) = (read_sheet(read_text(s)) for s in sheets)
         col_a = columns[0] if columns else ("annotator_cluster" if "annotator_cluster" in cols_a else cols_a[0])
         col_b = columns[1] if columns else ("annotator_cluster" if "annotator_cluster" in cols_b else cols_b[0])
         merged = merge_annotators(qa, col_a, qb, col_b)
     elif len(sheets) == 1:
-        questions, cols = read_sheet(_read_text(sheets[0]))
+        questions, cols = read_sheet(read_text(sheets[0]))
         if columns:
             col_a, col_b = columns
         elif len(cols) >= 2:
@@ -324,11 +312,11 @@ def format_agreement(result: dict) -> str:
 
 
 def run_adjudicate(spec: dict, sheet: str, output: str, column: Optional[str] = None) -> dict:
-    from transforms.protoqa_release import (ADJUDICATE, dumps_record, read_sheet,
-                                            record_from_sheet)
-    from transforms.accounting import Reject
+    from transforms.core.accounting import Reject
+    from transforms.protoqa.release import dumps_record
+    from transforms.protoqa.sheets import ADJUDICATE, read_sheet, record_from_sheet
 
-    questions, cols = read_sheet(_read_text(sheet))
+    questions, cols = read_sheet(read_text(sheet))
     if column is None:
         column = next((c for c in ("adjudicated", "annotator_cluster", "Combined") if c in cols), None)
         if column is None:
@@ -354,12 +342,18 @@ def run_adjudicate(spec: dict, sheet: str, output: str, column: Optional[str] = 
     return summary
 
 
-# ---- release ---------------------------------------------------------------------------------
-
 def run_release(spec: dict, inputs: Sequence[str], output: str) -> dict:
-    from filters.protoqa_curation import coverage_problem
-    from transforms.protoqa_release import (COVERAGE, RELEASE_STAGES, SPLIT, coverage_report,
-                                            coverages, dumps_record, spec_reading, split_records)
+    from filters.protoqa import coverage_problem
+    from transforms.protoqa.release import (
+        COVERAGE,
+        RELEASE_STAGES,
+        SPLIT,
+        coverage_report,
+        coverages,
+        dumps_record,
+        spec_reading,
+        split_records,
+    )
 
     records = read_records(inputs)
     report = coverage_report(records, spec)
@@ -415,8 +409,6 @@ def format_coverage(report: dict) -> str:
     return "\n".join(lines)
 
 
-# ---- stats -----------------------------------------------------------------------------------
-
 def is_run(path) -> bool:
     marker = Path(path) / RUN_FILE
     if not marker.is_file():
@@ -427,77 +419,18 @@ def is_run(path) -> bool:
         return False
 
 
-def _cluster_counts(path: Path, command: str) -> tuple[str, list[list[int]]]:
-    """(what, per question the list of cluster counts) of a run."""
-    if command == "questions":
-        from pipeline.export import read_table
-
-        rows = read_table(path, "questions", ["answers"]).to_pylist()
-        return "scraped questions (one string per cluster)", [[a["count"] for a in r["answers"]] for r in rows]
-    if command == "cluster-prep":
-        per: dict[str, Counter] = {}
-        for row in read_prep(str(path)):
-            per.setdefault(row["question_id"], Counter())[row["proposed_cluster"]] += row["count"]
-        return "proposed clusters (suggestions)", [list(c.values()) for c in per.values()]
-    names = {"release": ["dev.jsonl", "test.jsonl", "unsplit.jsonl"], "adjudicate": ["adjudicated.jsonl"]}
-    files = [str(path / n) for n in names.get(command, []) if (path / n).exists()]
-    records = read_records(files)
-    return f"{command}: {', '.join(Path(f).name for f in files)}", [
-        [c["count"] for c in r["answers"]["clusters"].values()] for r in records]
-
-
-def _histogram(values: Sequence[int], bins: Sequence[tuple[int, int]], label: str, width: int = 40) -> list[str]:
-    counts = [sum(lo <= v <= hi for v in values) for lo, hi in bins]
-    top = max(counts) if counts and max(counts) else 1
-    lines = [label]
-    for (lo, hi), n in zip(bins, counts):
-        name = f"{lo}" if lo == hi else (f"{lo}+" if hi >= 10 ** 6 else f"{lo}-{hi}")
-        lines.append(f"  {name:>7} | {'#' * round(width * n / top):<{width}} {n}")
-    return lines
-
-
-def stats_from_counts(what: str, per_question: list[list[int]], top_k: int = 8) -> str:
-    import statistics
-
-    per_question = [c for c in per_question if c]
-    if not per_question:
-        return f"ProtoQA {what}: no questions"
-    clusters = [len(c) for c in per_question]
-    sizes = [n for c in per_question for n in c]
-    coverage = [100.0 * sum(sorted(c, reverse=True)[:top_k]) / sum(c) if sum(c) else 0.0
-                for c in per_question]
-    lines = [f"ProtoQA {what}",
-             f"{'questions':<28}{len(per_question):>10}",
-             f"{'clusters / question':<28}{statistics.mean(clusters):>10.2f}   "
-             f"(median {statistics.median(clusters):g}, min {min(clusters)}, max {max(clusters)})",
-             f"{'answers / cluster':<28}{statistics.mean(sizes):>10.2f}   "
-             f"(median {statistics.median(sizes):g})",
-             f"{'answers / question':<28}{statistics.mean(sum(c) for c in per_question):>10.2f}",
-             f"{f'top-{top_k} coverage (%)':<28}{statistics.mean(coverage):>10.2f}   "
-             f"(> 85: {sum(v > 85 for v in coverage)} of {len(coverage)})", ""]
-    lines += _histogram(clusters, [(i, i) for i in range(1, 13)] + [(13, 15), (16, 20), (21, 10 ** 6)],
-                        "clusters per question (cf. the paper's Figure 2)")
-    lines.append("")
-    lines += _histogram([int(v) for v in coverage],
-                        [(0, 59), (60, 69), (70, 79), (80, 84), (85, 89), (90, 94), (95, 99), (100, 10 ** 6)],
-                        f"top-{top_k} coverage per question (% of its answers)")
-    return "\n".join(lines)
-
-
 def stats(path) -> str:
     path = Path(path)
     command = json.loads((path / RUN_FILE).read_text(encoding="utf-8"))["command"]
     if command == "sheets-import":
         return format_agreement(json.loads((path / "agreement.json").read_text(encoding="utf-8")))
-    what, per_question = _cluster_counts(path, command)
+    what, per_question = cluster_counts(path, command)
     return stats_from_counts(what, per_question)
 
 
-# ---- run and demo ----------------------------------------------------------------------------
-
 def run(args, extra: Sequence[str], beam_options) -> int:
     from data_specs import load_spec
-    from transforms.accounting import format_summary
+    from transforms.core.accounting import format_summary
 
     score = _score_module()
     if score is not None and hasattr(score, "run_score_command"):
@@ -542,7 +475,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
 def demo(output_dir: Path, make_options) -> None:
     """ProtoQA on the invented samples in tests/data/protoqa (sample inputs, not real data)."""
     from data_specs import load_spec
-    from transforms.accounting import format_summary
+    from transforms.core.accounting import format_summary
 
     spec = load_spec("protoqa")
     out = Path(output_dir) / "protoqa"
@@ -568,3 +501,123 @@ def demo(output_dir: Path, make_options) -> None:
     print(format_summary(result["summary"]))
     print()
     print(stats(out / "release"))
+
+
+SCORE_COMMANDS = ("score", "assign")
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------
+def add_score_commands(protoqa_subparsers) -> None:
+    """Add the `score` and `assign` subcommands to `csdata protoqa`'s subparsers."""
+    score = protoqa_subparsers.add_parser(
+        "score", help="official ProtoQA evaluation of ranked answers (exact or WordNet)",
+        description="Scores ranked answer lists against answer clusters as the official "
+                    "evaluator (iesl/protoqa-evaluator) does: answers lowercased, cut to 50 "
+                    "characters and stripped; an answer matches a cluster when it equals a "
+                    "member (exact) or its WordNet partition score with a member rounds to 1 "
+                    "(wordnet, Boratko et al. 2020 App. A); Hungarian matching of answers to "
+                    "clusters weighted by cluster counts, divided by the best possible total. "
+                    "Metrics: Max Answers - {None,1,3,5,10} (first k answers) and Max Incorrect "
+                    "- {None,1,3,5} (stop at the k-th answer matching nothing). Means are over "
+                    "the predicted questions.")
+    score.add_argument("--targets", required=True,
+                       help="answer clusters, protoqa-data JSONL (e.g. dev.crowdsourced.jsonl)")
+    score.add_argument("--predictions", required=True,
+                       help="ranked answers: one JSON object {qid: [answers]} or JSONL with one "
+                            "such object (or {question_id, ranked_answers}) per line")
+    score.add_argument("--similarity", choices=["exact", "wordnet"], default="exact",
+                       help="answer-to-cluster similarity (default: exact)")
+    score.add_argument("--json", action="store_true",
+                       help='print {"Max Answers - 1": mean, ...} as JSON instead of a table')
+    score.add_argument("--per-question", metavar="FILE",
+                       help="write per-question scores and answer -> cluster assignments (JSON: "
+                            "metrics -> {mean, per_question: {qid: {score, assignment}}})")
+
+    assign = protoqa_subparsers.add_parser(
+        "assign", help="propose a cluster (or new/invalid) for new answer strings",
+        description="Reads ANSWERS lines {\"question\": qid, \"answer\": str} and writes lines "
+                    "{\"question\", \"answer\", \"cluster\": id or null, \"confidence\"}. The "
+                    "cluster is the best by a weighted sum of WordNet, MiniLM embedding, lemma "
+                    "and spelling similarity to its member strings; null (new or invalid "
+                    "answer) when that sum is under the threshold. With --leave-one-out, "
+                    "prints the accuracy of recovering held-out member strings of TARGETS "
+                    "instead (ours vs a WordNet-only baseline).")
+    assign.add_argument("--targets", required=True, help="answer clusters, protoqa-data JSONL")
+    assign.add_argument("--answers", help="JSONL of {\"question\": qid, \"answer\": str}")
+    assign.add_argument("--output", default="-", help="JSONL to write (default: stdout)")
+    assign.add_argument("--threshold", type=float, default=None,
+                        help=f"minimum combined score for a cluster (default {DEFAULT_THRESHOLD})")
+    assign.add_argument("--no-embeddings", action="store_true",
+                        help="skip the MiniLM signal (no model load)")
+    assign.add_argument("--leave-one-out", action="store_true",
+                        help="evaluate on TARGETS: hold out each member string, recover its cluster")
+
+
+def run_score_command(args) -> Optional[int]:
+    """Run `score` / `assign`; None when `args.protoqa_command` is another subcommand."""
+    command = getattr(args, "protoqa_command", None)
+    if command == "score":
+        return _cmd_score(args)
+    if command == "assign":
+        return _cmd_assign(args)
+    return None
+
+
+def _cmd_score(args) -> int:
+    targets = pm.load_targets(args.targets)
+    predictions = pm.load_predictions(args.predictions)
+    missing = pm.missing_questions(targets, predictions)
+    if missing:
+        print(f"warning: {len(missing)} target question(s) have no predictions and are not "
+              f"counted (official behaviour): {', '.join(missing[:5])}", file=sys.stderr)
+    start = time.perf_counter()
+    means, per_question = pm.evaluate(targets, predictions, args.similarity)
+    seconds = time.perf_counter() - start
+    if args.per_question:
+        report = pm.report_json(means, per_question, args.similarity)
+        report.update(targets=str(args.targets), predictions=str(args.predictions),
+                      seconds=seconds)
+        Path(args.per_question).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(means))
+    else:
+        print(f"{len(predictions)} questions, {args.similarity} similarity, {seconds:.2f} s")
+        for name, value in means.items():
+            print(f"{name:<22} {value:.4f}")
+    return 0
+
+
+def _read_jsonl(path: str) -> List[dict]:
+    with open(path, encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def _cmd_assign(args) -> int:
+    targets = pm.load_targets(args.targets)
+    assigner = ClusterAssigner(
+        embedder=None if args.no_embeddings else minilm_embedder(),
+        threshold=DEFAULT_THRESHOLD if args.threshold is None else args.threshold)
+    if args.leave_one_out:
+        print(json.dumps(leave_one_out(targets, assigner), indent=1))
+        return 0
+    if not args.answers:
+        print("error: --answers is required (or use --leave-one-out)", file=sys.stderr)
+        return 2
+    rows = _read_jsonl(args.answers)
+    unknown = sorted({r["question"] for r in rows if r["question"] not in targets})
+    if unknown:
+        print(f"error: question(s) not in the targets: {', '.join(unknown[:5])}", file=sys.stderr)
+        return 2
+    out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+    try:
+        for row in rows:
+            proposal = assigner.assign(targets[row["question"]], row["answer"])
+            out.write(json.dumps({"question": row["question"], "answer": row["answer"],
+                                  "cluster": proposal.cluster,
+                                  "confidence": round(proposal.confidence, 4)}) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0

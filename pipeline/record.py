@@ -1,29 +1,39 @@
 """The ReCoRD generator, stages 1-2: curated passages and cloze queries as Parquet shards."""
 from __future__ import annotations
 
-import os
 from typing import Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from transforms.accounting import Ledger, Stage, Summarize, read_summary, write_json
-from transforms.parquet import WriteTable
-from transforms.annotate import Annotate
-from transforms.curation import (DEDUP_ID, DEDUP_NEAR, SPLIT, DropDuplicateIds,
-                                 DropNearDuplicates, make_split_fn, shingles)
-from transforms.queries import (PASSAGE_STAGE, SENTENCE_STAGE, filter_passage, passage_row,
-                                sentence_queries)
-from transforms.sources import STAGE as READ_STAGE
-from transforms.sources import ReadArticles, read_url_list
-from transforms.annotate import STAGE as ANNOTATE_STAGE
-from transforms.machine_filter import STAGE as MACHINE_STAGE
-from transforms.machine_filter import MachineFilter, fold_summary
-from transforms.compare import CompareAnnotations, agreement
-from transforms.readers import make_reader
+from pipeline.runner import clear_output, default_options, run_pipeline
+from transforms.core.accounting import Ledger, Stage, Summarize
+from transforms.core.dedup import DEDUP_NEAR, DropNearDuplicates
+from transforms.core.io import WriteTable, read_summary, write_json
+from transforms.record.annotate import STAGE as ANNOTATE_STAGE
+from transforms.record.annotate.compare import CompareAnnotations, agreement
+from transforms.record.annotate.stage import Annotate
+from transforms.record.curate import (
+    DEDUP_ID,
+    PASSAGE_STAGE,
+    SPLIT,
+    DropDuplicateIds,
+    filter_passage,
+    make_split_fn,
+    passage_row,
+    shingles,
+)
+from transforms.record.machine_filter import STAGE as MACHINE_STAGE
+from transforms.record.machine_filter import MachineFilter, fold_summary
+from transforms.record.queries import SENTENCE_STAGE, sentence_queries
+from transforms.record.read import STAGE as READ_STAGE
+from transforms.record.read import ReadArticles, read_url_list
+from transforms.record.readers import make_reader
 
 STAGES = [READ_STAGE, DEDUP_ID, DEDUP_NEAR, SPLIT, ANNOTATE_STAGE, PASSAGE_STAGE, SENTENCE_STAGE]
+
+
 TABLES = ("passages", "queries", "rejects")
 
 
@@ -75,40 +85,18 @@ class GenerateRecord(beam.PTransform):
                 | "Summarize" >> Summarize(f"{out}/summary.json", STAGES))
 
 
-def clear_output(output: str, tables: Sequence[str] = TABLES,
-                 files: Sequence[str] = ("summary.json",)) -> None:
-    """Remove the tables and summaries of an earlier run in a local output directory."""
-    import shutil
-
-    if "://" in output:
-        return
-    for table in tables:
-        shutil.rmtree(os.path.join(output, table), ignore_errors=True)
-    for name in files:
-        if os.path.exists(os.path.join(output, name)):
-            os.remove(os.path.join(output, name))
-
-
-def _run(pipeline: beam.Pipeline):
-    result = pipeline.run()
-    result.wait_until_finish()
-    return result
-
-
-def _default_options() -> PipelineOptions:
-    return PipelineOptions(["--runner=FnApiRunner"])
-
-
 def run_record(spec: dict, inputs: Sequence[str], output: str, url_lists: Sequence[str] = (),
                options: Optional[PipelineOptions] = None):
     """Build and run the generator; returns the finished PipelineResult."""
-    clear_output(output)
-    pipeline = beam.Pipeline(options=options or _default_options())
+    clear_output(output, TABLES)
+    pipeline = beam.Pipeline(options=options or default_options())
     pipeline | "GenerateRecord" >> GenerateRecord(spec, inputs, output, url_lists)
-    return _run(pipeline)
+    return run_pipeline(pipeline)
 
 
 FILTER_TABLES = ("passages", "queries", "dropped", "rejects", "models")
+
+
 FILTER_FILES = ("summary.json", "stages.json", "folds.json")
 
 
@@ -150,9 +138,9 @@ def run_filter(spec: dict, run_dir: str, output: str, choice: Optional[str] = No
     if folds < 2:
         raise ValueError("machine filtering needs at least 2 folds")
     clear_output(output, FILTER_TABLES, FILTER_FILES)
-    pipeline = beam.Pipeline(options=options or _default_options())
+    pipeline = beam.Pipeline(options=options or default_options())
     pipeline | "FilterRecord" >> FilterRecord(spec, run_dir, output, choice, folds)
-    _run(pipeline)
+    run_pipeline(pipeline)
     out = output.rstrip("/")
     stages = read_summary(f"{out}/stages.json")["stages"]
     fold_stats = [(fold, tuple(values)) for fold, values in read_summary(f"{out}/folds.json")["folds"]]
@@ -212,9 +200,9 @@ def run_compare(spec: dict, name_a: str, name_b: str, inputs: Sequence[str], out
     import json
 
     clear_output(output, (), ("compare.json",))
-    pipeline = beam.Pipeline(options=options or _default_options())
+    pipeline = beam.Pipeline(options=options or default_options())
     pipeline | "CompareAnnotators" >> CompareRecordAnnotators(spec, name_a, name_b, inputs, output, url_lists)
-    _run(pipeline)
+    run_pipeline(pipeline)
     with FileSystems.open(f"{output.rstrip('/')}/compare.json") as handle:
         return json.loads(handle.read().decode("utf-8"))
 
@@ -222,9 +210,9 @@ def run_compare(spec: dict, name_a: str, name_b: str, inputs: Sequence[str], out
 def run_annotation_inputs(spec: dict, inputs: Sequence[str], output: str, url_lists: Sequence[str] = (),
                           options: Optional[PipelineOptions] = None) -> None:
     """Write `coref_input.jsonl` and `ner_input.jsonl` for `allennlp predict` (one shard each)."""
-    from transforms.backends.allennlp import write_inputs
+    from transforms.record.annotate.backends.allennlp import write_inputs
 
-    pipeline = beam.Pipeline(options=options or _default_options())
+    pipeline = beam.Pipeline(options=options or default_options())
     articles, _, _ = pipeline | "ReadArticles" >> ReadArticles(list(inputs), spec["input"]["default_source"])
     url_info = None
     if url_lists:
@@ -237,4 +225,4 @@ def run_annotation_inputs(spec: dict, inputs: Sequence[str], output: str, url_li
         (lines | f"Lines{index}" >> beam.FlatMap(lambda pair, i=index: pair[i])
          | f"Write{index}" >> beam.io.WriteToText(f"{out}/{name}", file_name_suffix=".jsonl",
                                                  num_shards=1, shard_name_template=""))
-    _run(pipeline)
+    run_pipeline(pipeline)

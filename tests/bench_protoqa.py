@@ -19,8 +19,8 @@ CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, sys.argv[1])
-from filters import protoqa_metric as pm
-from filters import protoqa_wordnet as pw
+from transforms.protoqa import metric as pm
+from transforms.protoqa import wordnet as pw
 import nltk.tokenize.destructive  # noqa: F401  (import cost, reported apart)
 t1 = time.perf_counter()
 targets = pm.load_targets(sys.argv[2]); predictions = pm.load_predictions(sys.argv[3])

@@ -30,14 +30,19 @@ quiet_beam_import_warning()
 
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
-from data_specs import load_spec  # noqa: E402
-from data_specs import apply_overrides  # noqa: E402
+from data_specs import (
+    apply_overrides,  # noqa: E402
+    load_spec,  # noqa: E402
+)
 from pipeline.record import run_filter, run_record  # noqa: E402
-from pipeline.export import read_table  # noqa: E402
-from transforms.accounting import read_summary  # noqa: E402
-from transforms.annotate import load_spacy, split_segments  # noqa: E402
-from transforms.curation import make_split_fn  # noqa: E402
-from transforms.sources import expand_local_inputs, iter_raw_records, parse_raw_record  # noqa: E402
+from transforms.core.files import expand_local_inputs
+from transforms.core.io import (
+    read_summary,  # noqa: E402
+    read_table,  # noqa: E402
+)
+from transforms.record.annotate.spacy_ner import load_spacy, split_segments  # noqa: E402
+from transforms.record.curate import make_split_fn  # noqa: E402
+from transforms.record.read import SUPPORTED_SUFFIXES, iter_raw_records, parse_raw_record  # noqa: E402
 
 SHARED = os.path.join(ROOT, "..", "shared", "samples", "cnndm")
 
@@ -53,7 +58,7 @@ def annotated_texts(inputs: list[str], spec: dict, keep_ids: set[str]) -> list[s
     """The texts the generator hands to spaCy: segments of the splits that reached annotation."""
     split_fn = make_split_fn(spec)
     texts = []
-    for path in expand_local_inputs(inputs):
+    for path in expand_local_inputs(inputs, SUPPORTED_SUFFIXES):
         for matched in sorted(glob.glob(path)):
             with open(matched, "rb") as handle:
                 for record in iter_raw_records(matched, handle):

@@ -27,9 +27,9 @@ quiet_beam_import_warning()
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import load_spec  # noqa: E402
-from pipeline.export import read_table  # noqa: E402
 from pipeline.record import run_record  # noqa: E402
-from transforms.article import HIGHLIGHT_SEP  # noqa: E402
+from transforms.core.io import read_table  # noqa: E402
+from transforms.record.article import HIGHLIGHT_SEP  # noqa: E402
 
 PLACEHOLDER = "@placeholder"
 

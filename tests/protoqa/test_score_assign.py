@@ -1,0 +1,292 @@
+"""ProtoQA scoring (issue #5): the official evaluator's rules, the CLI, and the reference scores."""
+from __future__ import annotations
+
+import argparse
+import json
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+from pipeline import protoqa as protoqa_cli
+from transforms.protoqa import assign as ps
+from transforms.protoqa import metric as pm
+from transforms.protoqa import wordnet as pw
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "protoqa_score"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "samples" / "protoqa"
+REFERENCE = SHARED / "reference_scores"
+
+
+@pytest.fixture(scope="module")
+def targets():
+    return pm.load_targets(DATA / "targets.jsonl")
+
+
+@pytest.fixture(scope="module")
+def predictions():
+    return pm.load_predictions(DATA / "predictions.json")
+
+
+def score(targets, predictions, qid, similarity="exact", **kw):
+    return pm.score_question(predictions[qid], targets[qid], similarity=similarity, **kw)
+
+
+# ------------------------------------------------------------------------------------ loading
+def test_loaders(targets, predictions):
+    assert list(targets) == ["t1", "t2"]
+    assert [c.cluster_id for c in targets["t1"].clusters] == ["t1.0", "t1.1", "t1.2", "t1.3"]
+    assert targets["t1"].clusters[0].answers == ("dog", "puppy")
+    assert targets["t1"].question == "name a pet."
+    assert pm.load_predictions(DATA / "predictions.jsonl") == predictions
+    several = pm.parse_predictions('{"a": ["x"]}\n{"b": ["y"], "c": []}\n')
+    assert several == {"a": ["x"], "b": ["y"], "c": []}
+    with pytest.raises(ValueError):
+        pm.parse_predictions('{"a": "not a list"}')
+
+
+def test_identical_clusters_merge_like_a_frozenset_dict():
+    row = {"metadata": {"id": "q"}, "question": {"normalized": "q"},
+           "answers": {"clusters": {"q.0": {"count": 2, "answers": ["a", "b"]},
+                                    "q.1": {"count": 1, "answers": ["c"]},
+                                    "q.2": {"count": 5, "answers": ["b", "a"]}}}}
+    q = pm.question_from_json(row)
+    assert [(c.cluster_id, c.count) for c in q.clusters] == [("q.0", 5), ("q.1", 1)]
+
+
+def test_old_answers_cleaned_layout():
+    row = {"questionid": "q", "normalized-question": "q",
+           "answers-cleaned": [{"count": 3, "answers": ["x"]}, {"count": 1, "answers": ["y"]}]}
+    q = pm.question_from_json(row)
+    assert [(c.cluster_id, c.answers, c.count) for c in q.clusters] == [("q.0", ("x",), 3),
+                                                                        ("q.1", ("y",), 1)]
+
+
+def test_preprocessing():
+    assert pm.preprocess_prediction("  Dog ") == "dog"
+    long = "A" * 49 + " b"
+    assert pm.preprocess_prediction(long) == "a" * 49  # cut to 50, then stripped
+
+
+# ------------------------------------------------------------------------------ exact metrics
+def test_max_answers(targets, predictions):
+    # dog (10) + cat (6) + goldfish (3) of 20; puppy repeats cluster t1.0 and scores nothing
+    assert score(targets, predictions, "t1").score == pytest.approx(19 / 20)
+    assert score(targets, predictions, "t1", max_answers=1).score == 1.0  # oracle: 10
+    assert score(targets, predictions, "t1", max_answers=3).score == pytest.approx(10 / 19)
+
+
+def test_max_incorrect_cut_and_repeated_correct_answer(targets, predictions):
+    # first incorrect is "car": the list is cut just after it
+    assert score(targets, predictions, "t1", max_incorrect=1).score == pytest.approx(10 / 20)
+    # "puppy" repeats a matched cluster but is not incorrect: only car and boat are, so
+    # Max Incorrect - 3 keeps the whole list ...
+    assert score(targets, predictions, "t1", max_incorrect=3).score == pytest.approx(19 / 20)
+    # ... and Max Incorrect - 2 stops at boat, before goldfish
+    assert score(targets, predictions, "t1", max_incorrect=2).score == pytest.approx(16 / 20)
+
+
+def test_limit_incorrect_rows():
+    m = np.array([[1, 0], [0, 0], [1, 0], [0, 0], [0, 1]], dtype=float)
+    assert pm.limit_incorrect(m, 1).shape[0] == 2
+    assert pm.limit_incorrect(m, 2).shape[0] == 4
+    assert pm.limit_incorrect(m, 3).shape[0] == 5
+    assert pm.limit_incorrect(m, None) is m
+
+
+def test_assignment(targets, predictions):
+    result = score(targets, predictions, "t1")
+    # 6 answers, 4 clusters: only the 4 assigned answers appear
+    assert len(result.assignment) == 4
+    assert result.assignment["cat"] == "t1.1" and result.assignment["goldfish"] == "t1.2"
+    assert [result.assignment.get(a) for a in ("dog", "puppy")].count("t1.0") == 1
+    assert score(targets, predictions, "t2").assignment == {"knife": None, "fridge": "t2.0",
+                                                             "oven": None}
+
+
+def test_empty_list_and_oracle_with_unmatchable_representative():
+    q = pm.Question("q", "q", [pm.Cluster("q.0", ("Big Dog",), 4), pm.Cluster("q.1", ("cat",), 2)])
+    assert pm.score_question([], q).score == 0.0
+    # "Big Dog" lowercases to "big dog", which no longer equals its own cluster: the oracle
+    # then scores only the cat cluster, as the official evaluator does
+    assert pm.score_question(["cat"], q).score == 1.0
+
+
+def test_evaluate_means_and_missing(targets, predictions):
+    means, per_q = pm.evaluate(targets, predictions, "exact")
+    assert list(means) == pm.metric_names()
+    assert means["Max Answers - None"] == pytest.approx((19 / 20 + 5 / 11) / 2)
+    assert per_q["Max Answers - 1"]["t2"].score == 0.0
+    with pytest.raises(KeyError):
+        pm.evaluate(targets, {"zz": ["a"]})
+    assert pm.missing_questions(targets, {"t1": []}) == ["t2"]
+
+
+# ---------------------------------------------------------------------------------- WordNet
+def test_stopword_list():
+    words = pw.stopwords()
+    assert len(words) == 179
+    assert {"the", "mightn't", "ourselves", "s", "t"} <= words and "would" not in words
+
+
+def test_tokenizer_without_punkt():
+    assert pw.tokenize("they're snakes.") == ("they", "'re", "snakes", ".")
+    assert pw.tokenize('"good game"') == ("``", "good", "game", "''")
+    assert pw.tokenize("") == ()
+    assert pw.split_sentences("snakes. dogs") == ["snakes.", "dogs"]
+    assert pw.split_sentences("mr. smith and u.s. army") == ["mr. smith and u.s. army"]
+
+
+def test_partitions():
+    assert len(pw._partitions(3)) == 4 and pw._partitions(0) == (((0, 0),),)
+    # only the grouping "hot dog" is a WordNet lemma (a synonym of frankfurter)
+    assert pw.wordnet_score("hot dog", "frankfurter") == 1.0
+    assert pw.wordnet_score("hot", "frankfurter") == 0.0
+    # best pair: [big, red, dog] vs [large, dog] -> 2 matches / 3 groups
+    assert pw.wordnet_score("big red dog", "large dog") == pytest.approx(2 / 3)
+    assert pw.wordnet_score("puppies", "puppy") == 1.0  # morphy
+
+
+def test_round_half_to_even():
+    assert pw.wordnet_score("knife", "kitchen knife") == 0.5
+    assert not pw.wordnet_match("knife", "kitchen knife")       # np.round(0.5) == 0
+    assert pw.wordnet_match("big red dog", "large dog")          # np.round(2/3) == 1
+    cluster = pm.Cluster("c", ("kitchen knife",), 2)
+    assert pm.wordnet_cluster_score("knife", cluster) == 0.0
+    assert pm.wordnet_cluster_score("large dog", pm.Cluster("d", ("cat", "big red dog"), 1)) == 1.0
+
+
+def test_stopword_only_answers():
+    assert pw.wordnet_score("", "the") == 1.0
+    assert pw.wordnet_score("of the", "the") == 1.0
+    assert pw.wordnet_score("", "dog") == 0.0 and pw.wordnet_score("dog", "the") == 0.0
+    q = pm.Question("q", "q", [pm.Cluster("q.0", ("dog",), 3), pm.Cluster("q.1", ("the",), 1)])
+    assert pm.score_question(["", "dog"], q, similarity="wordnet").score == 1.0
+    assert pm.score_question(["", "dog"], q, similarity="exact").score == pytest.approx(3 / 4)
+
+
+def _official_style_score(a: str, b: str) -> float:
+    """A direct transcription of the paper's rule with the public NLTK API and scipy."""
+    from nltk.corpus import wordnet as wn
+
+    def parts(text):
+        toks = [t for t in pw.tokenize(text) if t not in pw.stopwords()]
+        if not toks:
+            return [[""]]
+        out = []
+        for cuts in product([0, 1], repeat=len(toks) - 1):
+            groups, cur = [], [toks[0]]
+            for cut, tok in zip(cuts, toks[1:]):
+                if cut:
+                    groups.append(" ".join(cur))
+                    cur = [tok]
+                else:
+                    cur.append(tok)
+            groups.append(" ".join(cur))
+            out.append(groups)
+        return out
+
+    def match(x, y):
+        sx, sy = wn.synsets(x.replace(" ", "_")), wn.synsets(y.replace(" ", "_"))
+        return float(x == y or any(p == q for p in sx for q in sy))
+
+    best = 0.0
+    for pa in parts(a):
+        for pb in parts(b):
+            m = np.array([[match(x, y) for y in pb] for x in pa])
+            r, c = linear_sum_assignment(-m)
+            best = max(best, m[r, c].sum() / max(m.shape))
+    return best
+
+
+@pytest.mark.parametrize("a,b", [
+    ("hot dog", "frankfurter"), ("big red dog", "large dog"), ("ice cream cone", "ice cream"),
+    ("go to the store", "store visit"), ("cell phone", "mobile phone"), ("the car", "auto"),
+    ("running shoes", "shoe"), ("geese", "goose"), ("new york city", "big apple"), ("", "of")])
+def test_fast_wordnet_equals_public_api_transcription(a, b):
+    assert pw.wordnet_score(a, b) == _official_style_score(a, b)
+    assert pw.wordnet_match(a, b) == (np.round(_official_style_score(a, b)) == 1)
+
+
+# ------------------------------------------------------------------------------------- CLI
+def _parse(argv):
+    parser = argparse.ArgumentParser(prog="csdata protoqa")
+    subparsers = parser.add_subparsers(dest="protoqa_command", required=True)
+    protoqa_cli.add_score_commands(subparsers)
+    subparsers.add_parser("other")
+    return parser.parse_args(argv)
+
+
+def test_cli_score_json(capsys, tmp_path):
+    per_q = tmp_path / "per_question.json"
+    args = _parse(["score", "--targets", str(DATA / "targets.jsonl"), "--predictions",
+                   str(DATA / "predictions.jsonl"), "--similarity", "wordnet", "--json",
+                   "--per-question", str(per_q)])
+    assert protoqa_cli.run_score_command(args) == 0
+    means = json.loads(capsys.readouterr().out)
+    assert list(means) == pm.metric_names()
+    report = json.loads(per_q.read_text())
+    assert report["similarity_function"] == "wordnet"
+    t2 = report["metrics"]["Max Answers - None"]["per_question"]["t2"]
+    assert t2["assignment"]["fridge"] == "t2.0" and t2["assignment"]["knife"] is None
+    assert protoqa_cli.run_score_command(_parse(["other"])) is None
+
+
+def test_cli_score_table(capsys):
+    args = _parse(["score", "--targets", str(DATA / "targets.jsonl"),
+                   "--predictions", str(DATA / "predictions.json")])
+    assert protoqa_cli.run_score_command(args) == 0
+    assert "Max Incorrect - 3" in capsys.readouterr().out
+
+
+def test_cli_assign_without_embeddings(tmp_path):
+    out = tmp_path / "assigned.jsonl"
+    args = _parse(["assign", "--targets", str(DATA / "targets.jsonl"), "--answers",
+                   str(DATA / "answers.jsonl"), "--no-embeddings", "--threshold", "0.2",
+                   "--output", str(out)])
+    assert protoqa_cli.run_score_command(args) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["cluster"] for r in rows] == ["t1.0", "t1.1", "t2.0", None]
+    assert all(0.0 <= r["confidence"] <= 1.0 for r in rows)
+
+
+def test_assign_helpers_and_leave_one_out(targets):
+    assert ps.levenshtein("refridgerator", "refrigerator") == 1
+    assert ps.spelling_similarity("", "x") == 0.0 and ps.spelling_similarity("a", "a") == 1.0
+    assert ps.lemma_set("the puppies") == frozenset({"puppy"})
+    result = ps.leave_one_out(targets, ps.ClusterAssigner(embedder=None))
+    assert result["combined"]["n_with_cluster"] == 6 and result["combined"]["n_singleton"] == 4
+    assert 0.0 <= result["wordnet_only"]["overall"] <= 1.0
+
+
+def test_assign_with_fake_embedder(targets):
+    vectors = {"puppy": [1, 0], "dog": [1, 0], "hound": [1, 0]}
+
+    def embed(texts):
+        out = np.array([vectors.get(t, [0, 1]) for t in texts], dtype=float)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    assigner = ps.ClusterAssigner(embedder=embed, weights={"embedding": 1.0, "wordnet": 0,
+                                                           "lemma": 0, "spelling": 0})
+    proposal = assigner.assign(targets["t1"], "Hound")
+    assert proposal.cluster == "t1.0" and proposal.signals["embedding"] == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------ reference scores
+@pytest.mark.skipif(not REFERENCE.exists(), reason="needs ../shared/samples/protoqa")
+@pytest.mark.parametrize("similarity,name", [("exact", "exact_match"), ("wordnet", "wordnet")])
+def test_reference_scores(similarity, name):
+    reference = json.loads((REFERENCE / f"iesl_gpt2finetuned.{name}.json").read_text())
+    targets = pm.load_targets(SHARED / reference["targets"])
+    predictions = pm.load_predictions(SHARED / reference["predictions"])
+    means, per_question = pm.evaluate(targets, predictions, similarity)
+    assert set(means) == set(reference["metrics"])
+    for metric, ref in reference["metrics"].items():
+        assert means[metric] == pytest.approx(ref["mean"], abs=1e-9), metric
+        assert set(per_question[metric]) == set(ref["per_question"])
+        for qid, expected in ref["per_question"].items():
+            got = per_question[metric][qid]
+            assert got.score == pytest.approx(expected["score"], abs=1e-9), (metric, qid)
+            assert list(got.assignment.items()) == list(expected["assignment"].items()), (metric, qid)

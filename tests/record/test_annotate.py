@@ -1,0 +1,115 @@
+"""The spaCy annotator: span trimming, placement in passage/sentence coordinates, model loading."""
+import pytest
+
+from transforms.core.models import ModelUnavailable
+from transforms.record.annotate.spacy_ner import SpacyAnnotator, load_spacy
+from transforms.record.annotate.spans import trim_span
+from transforms.record.article import Article, make_split
+
+
+@pytest.mark.parametrize("raw, trimmed", [
+    ("the White House's", "White House"),
+    ("Marc Chivers -", "Marc Chivers"),
+    ("Morgan’s", "Morgan"),
+    ("Jesus'", "Jesus"),
+    ("The Hague", "Hague"),
+    ("Tracy Morgan", "Tracy Morgan"),
+])
+def test_trim_span(raw, trimmed):
+    text = f"<{raw}>"
+    start, end = trim_span(text, 1, 1 + len(raw))
+    assert text[start:end] == trimmed
+
+
+@pytest.fixture(scope="module")
+def annotator():
+    return SpacyAnnotator(labels=["PERSON", "ORG", "GPE", "NORP", "LOC", "FAC"])
+
+
+def test_annotator_places_entities_and_chains_them(annotator):
+    article = Article(
+        id="a1",
+        paragraphs=("Tracy Morgan met officials from Germany in Berlin on Monday.",
+                    "Later that day, Morgan told German reporters about the trip."),
+        highlights=("Morgan visits Berlin",),
+    )
+    [result] = annotator.annotate([make_split(article, 1, 100)])
+    text = result.split.text
+    assert all(text[e.start:e.end] == e.text for e in result.passage_entities)
+    by_text = {e.text: e.chain for e in result.passage_entities}
+    assert {"Tracy Morgan", "Germany", "Berlin", "Morgan"} <= set(by_text)
+    assert by_text["Morgan"] == by_text["Tracy Morgan"]  # highlight surname -> full name
+    [sentence] = result.sentences
+    assert sentence.text == "Later that day, Morgan told German reporters about the trip."
+    ents = {e.text: e.chain for e in sentence.entities}
+    assert sentence.text[sentence.text.index("Morgan"):][:6] == "Morgan"
+    assert ents["Morgan"] == by_text["Tracy Morgan"]
+    assert ents["German"] == by_text["Germany"]  # demonym
+
+
+def test_sentences_of_the_rest_keep_their_characters(annotator):
+    article = Article(id="a2", paragraphs=("Lead about Paris.",
+                                           "Anna Berg went to Oslo.\u00a0Then “Berg” flew to Rome."),
+                      highlights=("h",))
+    [result] = annotator.annotate([make_split(article, 1, 100)])
+    texts = [s.text for s in result.sentences]
+    assert "".join(texts).replace(" ", "") == article.paragraphs[1].replace(" ", "").replace("\u00a0", "")
+    for s in result.sentences:
+        assert all(s.text[e.start:e.end] == e.text for e in s.entities)
+
+
+def test_missing_model_fails_with_a_clear_message():
+    with pytest.raises(ModelUnavailable, match="not installed"):
+        load_spacy("xx_no_such_model", "senter")
+
+
+class _FailsOnBoom:
+    """A test annotator: raises on any article whose id contains "boom"."""
+
+    name = "fails-on-boom"
+
+    def __init__(self, **_options):
+        pass
+
+    def annotate(self, splits):
+        from transforms.record.annotation import AnnotatedArticle
+
+        if any("boom" in s.article.id for s in splits):
+            raise RuntimeError("model crashed")
+        return [AnnotatedArticle(s, (), ()) for s in splits]
+
+
+def test_annotate_transform_turns_a_failing_article_into_a_reject():
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from data_specs import apply_overrides, load_spec
+    from tests.conftest import beam_test_pipeline
+    from transforms.record.annotate.stage import ANNOTATORS, Annotate
+
+    ANNOTATORS["fails-on-boom"] = lambda spec: _FailsOnBoom()
+    spec = apply_overrides(load_spec("record"), ["annotator.name=fails-on-boom",
+                                                  "annotator.min_articles_per_call=3"])
+    splits = [make_split(Article(id=i, paragraphs=("p", "q"), highlights=("h",)), 1, 1)
+              for i in ("a", "boom", "c")]
+    try:
+        with beam_test_pipeline() as p:
+            annotated, rejects, _ = p | beam.Create(splits) | Annotate(spec)
+            assert_that(annotated | beam.Map(lambda a: a.split.article.id), equal_to(["a", "c"]))
+            assert_that(rejects | beam.Map(lambda r: (r.stage, r.reason, r.record_id)),
+                        equal_to([("annotate", "annotation_error", "boom")]), label="rejects")
+    finally:
+        del ANNOTATORS["fails-on-boom"]
+
+
+def test_propagate_names_marks_missed_occurrences_without_overlaps():
+    from transforms.record.annotate.spacy_ner import propagate_names
+    from transforms.record.annotation import Mention
+
+    segments = ["Bill Cosby spoke. Cosby left.", "Later, Cosby and Bill Cosby met Cosbyfans in May."]
+    found = [Mention(0, 0, 10, "Bill Cosby", "PERSON"), Mention(0, 18, 23, "Cosby", "PERSON"),
+             Mention(1, 45, 48, "May", "DATE")]
+    result = propagate_names(found, segments)
+    assert [(m.segment, segments[m.segment][m.start:m.end]) for m in result] == [
+        (0, "Bill Cosby"), (0, "Cosby"), (1, "Cosby"), (1, "Bill Cosby"), (1, "May")]
+    assert all(m.label == "PERSON" for m in result if m.text != "May")

@@ -1,0 +1,72 @@
+"""Stage 1 transforms: duplicate ids, MinHash LSH near duplicates, passage split rejects."""
+import apache_beam as beam
+from apache_beam.testing.util import assert_that, equal_to
+
+from tests.conftest import beam_test_pipeline
+from transforms.core.accounting import Reject
+from transforms.core.dedup import DropNearDuplicates, lsh_bands, near_duplicates_in_bucket
+from transforms.record.article import Article
+from transforms.record.curate import DropDuplicateIds, shingles, split_article
+
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november "
+         "oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+
+
+def article(article_id: str, words, origin: str = "") -> Article:
+    return Article(id=article_id, paragraphs=(" ".join(words),), highlights=("h",), origin=origin)
+
+
+def test_shingles_are_lowercased_word_ngrams():
+    assert shingles(article("a", ["A", "b", "C", "d"]), 3) == {b"a b c", b"b c d"}
+
+
+def test_lsh_bands_cover_the_signature():
+    bands, rows = lsh_bands(0.8, 128)
+    assert bands * rows <= 128 and bands > 1
+
+
+def test_bucket_comparison_keeps_the_smallest_id():
+    import numpy as np
+
+    same = np.arange(10, dtype=np.uint64)
+    other = np.arange(10, 20, dtype=np.uint64)
+    pairs = list(near_duplicates_in_bucket([("c", same, "x"), ("a", same, "y"), ("b", other, "z")], 0.8, 100))
+    assert pairs == [("c", "a")]
+    vetoed = near_duplicates_in_bucket([("c", same, "x"), ("a", same, "y")], 0.8, 100, confirm=str.__eq__)
+    assert list(vetoed) == []
+
+
+def test_duplicate_ids_keep_one_copy_and_take_url_metadata():
+    with beam_test_pipeline() as p:
+        arts = p | beam.Create([article("x", WORDS, "f1"), article("x", WORDS, "f2"),
+                                article("y", WORDS[:5], "f3")])
+        urls = p | "Urls" >> beam.Create([("x", ("http://www.cnn.com/x", "CNN", "train"))])
+        kept, rejects, _ = arts | DropDuplicateIds(urls)
+        assert_that(kept | beam.Map(lambda a: (a.id, a.url, a.split)),
+                    equal_to([("x", "http://www.cnn.com/x", "train"), ("y", "", "")]))
+        assert_that(rejects | "R" >> beam.Map(lambda r: (r.stage, r.reason, r.record_id)),
+                    equal_to([("dedup_exact", "duplicate_id", "x")]), label="rejects")
+
+
+def test_near_duplicates_drop_the_larger_id_only():
+    base = WORDS * 3
+    edited = list(base)
+    edited[40] = "changed"
+    unrelated = list(reversed(WORDS)) * 3
+    with beam_test_pipeline() as p:
+        arts = p | beam.Create([article("b", edited), article("a", base), article("c", unrelated)])
+        kept, rejects, _ = arts | DropNearDuplicates(0.8, 128, 1, shingles=lambda a: shingles(a, 5),
+                                                     key=lambda a: a.id)
+        assert_that(kept | beam.Map(lambda a: a.id), equal_to(["a", "c"]))
+        assert_that(rejects | "R" >> beam.Map(lambda r: (r.reason, r.record_id, r.detail)),
+                    equal_to([("near_duplicate", "b", "similar to a")]), label="rejects")
+
+
+def test_split_rejects_name_their_reason():
+    short = Article(id="s", paragraphs=("too short",), highlights=("h",))
+    no_highlights = Article(id="n", paragraphs=("x " * 200,), highlights=())
+    only_passage = Article(id="o", paragraphs=("x " * 200,), highlights=("h",))
+    reasons = [r.reason for a in (short, no_highlights, only_passage)
+               for r in split_article(a, "shortest_leading", 100, 50)]
+    assert reasons == ["passage_too_short", "no_highlights", "no_rest"]
+    assert all(isinstance(r, Reject) for a in (short,) for r in split_article(a, "shortest_leading", 100, 50))

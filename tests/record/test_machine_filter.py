@@ -1,0 +1,87 @@
+"""Stage 3: folds by passage hash, per-fold training, drop what the reader answers."""
+import json
+
+from pipeline.cli import main
+from transforms.core.hashing import unit_hash
+from transforms.core.io import read_table
+from transforms.record.machine_filter import fold_of, training_keys
+
+
+def test_folds_depend_on_passage_and_seed_only():
+    assert fold_of("p1", 7, 5) == fold_of("p1", 7, 5)
+    folds = {fold_of(f"p{i}", 7, 5) for i in range(200)}
+    assert folds == {0, 1, 2, 3, 4}
+    assert [fold_of(f"p{i}", 7, 5) for i in range(20)] != [fold_of(f"p{i}", 8, 5) for i in range(20)]
+    assert 0 <= unit_hash("x") < 1
+
+
+def test_training_keys_never_include_the_own_fold():
+    assert training_keys(2, "q", 5, 0, 1.0) == [0, 1, 3, 4]
+    sampled = [len(training_keys(0, f"q{i}", 5, 0, 0.5)) for i in range(400)]
+    assert 1.6 < sum(sampled) / len(sampled) < 2.4   # about half of the 4 other folds
+
+
+def test_filter_end_to_end_on_the_demo_run(record_run, tmp_path, capsys):
+    out = tmp_path / "filtered"
+    assert main(["record", "filter", str(record_run), "--output", str(out), "--folds", "3"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    generated = read_table(str(record_run), "queries").to_pylist()
+    kept = read_table(str(out), "queries").to_pylist()
+    dropped = read_table(str(out), "dropped").to_pylist()
+    rejects = read_table(str(out), "rejects").to_pylist()
+    assert summary["in"] == len(generated) == len(kept) + len(dropped)
+    assert (summary["kept"], summary["dropped"]) == (len(kept), len(dropped)) == (len(kept), len(rejects))
+    assert {r["query_id"] for r in kept} | {r["query_id"] for r in dropped} == {r["query_id"] for r in generated}
+    assert all(not r["reader_correct"] for r in kept) and all(r["reader_correct"] for r in dropped)
+    by_passage = {}
+    for r in kept + dropped:
+        assert r["reader"] == "lexical" and r["fold"] == fold_of(r["passage_id"], 1810, 3)
+        by_passage.setdefault(r["passage_id"], set()).add(r["fold"])
+    assert all(len(folds) == 1 for folds in by_passage.values())   # no article across folds
+    assert [f["fold"] for f in summary["folds"]] == [0, 1, 2]
+    assert sum(f["triples"] for f in summary["folds"]) == summary["in"]
+    assert summary["answered_rate"] > summary["random_baseline"]
+    assert (out / "models").is_dir() and len(list((out / "models").iterdir())) == 3
+    printed = capsys.readouterr().out
+    assert "random" in printed and "machine_filter" in printed
+
+
+def test_predictions_reader_reproduces_a_run(record_run, tmp_path):
+    first = tmp_path / "first"
+    assert main(["record", "filter", str(record_run), "--output", str(first), "--folds", "2"]) == 0
+    rows = read_table(str(first), "queries").to_pylist() + read_table(str(first), "dropped").to_pylist()
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({r["query_id"]: r["reader_answer"] for r in rows}))
+    second = tmp_path / "second"
+    assert main(["record", "filter", str(record_run), "--output", str(second), "--folds", "2",
+                 "--reader", f"predictions:{answers}"]) == 0
+    ids = lambda d: sorted(r["query_id"] for r in read_table(str(d), "dropped").to_pylist())  # noqa: E731
+    assert ids(second) == ids(first)
+
+
+def test_evaluate_command_prints_official_scores(record_run, tmp_path, capsys):
+    data = tmp_path / "data.json"
+    assert main(["record", "export", str(record_run), "--output", str(data)]) == 0
+    queries = read_table(str(record_run), "queries").to_pylist()
+    predictions = {q["query_id"]: q["answers"][0]["text"] for q in queries[::2]}
+    (tmp_path / "pred.json").write_text(json.dumps(predictions))
+    capsys.readouterr()
+    assert main(["record", "evaluate", str(data), str(tmp_path / "pred.json")]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["exact_match"] == scores["f1"] == 100.0 * len(predictions) / len(queries)
+
+
+def test_cross_encoder_reader_runs_through_the_filter(record_run, tmp_path):
+    out = tmp_path / "cross"
+    small = ["--set", "filter.readers.cross-encoder.max_steps=2",
+             "--set", "filter.readers.cross-encoder.max_length=64",
+             "--set", "filter.readers.cross-encoder.batch_queries=4",
+             "--set", "filter.readers.cross-encoder.max_candidates=4"]
+    assert main(["record", "filter", str(record_run), "--output", str(out), "--folds", "2",
+                 "--reader", "cross-encoder", *small]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reader"] == "cross-encoder" and summary["in"] == summary["kept"] + summary["dropped"]
+    rows = read_table(str(out), "queries").to_pylist() + read_table(str(out), "dropped").to_pylist()
+    passages = {p["passage_id"]: p for p in read_table(str(record_run), "passages").to_pylist()}
+    for row in rows:   # every answer is one of the passage's entities
+        assert row["reader_answer"] in {e["text"] for e in passages[row["passage_id"]]["entities"]}

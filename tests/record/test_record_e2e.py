@@ -1,0 +1,168 @@
+"""End to end: the repo's sample corpus through `csdata record generate`, export and stats,
+on the in-process runner, in multi-process mode and through a portable job service."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from tests.conftest import DATA, generate
+from transforms.core.io import read_table
+from transforms.record.article import passage_text
+from transforms.record.queries import query_id
+from transforms.record.read import parse_story
+
+EXPECTED_REASON = {"ok": None, "short": "too_short", "question": "question",
+                   "overlap": "shares_ngram", "noent": "no_entity", "absent": "entity_not_in_passage"}
+def rows(output: Path, table: str) -> list[dict]:
+    key = {"passages": "passage_id", "queries": "query_id"}.get(table)
+    found = read_table(str(output), table).to_pylist()
+    return sorted(found, key=lambda r: r[key] if key else (r["stage"], r["record_id"], r["reason"]))
+
+
+@pytest.fixture(scope="module")
+def run(record_run) -> Path:
+    return record_run
+
+
+@pytest.fixture(scope="module")
+def expectations() -> dict:
+    return json.loads((DATA / "expectations.json").read_text(encoding="utf-8"))
+
+
+def test_every_stage_balances_and_names_its_rejects(run):
+    summary = json.loads((run / "summary.json").read_text())["stages"]
+    assert all(stage["balanced"] for stage in summary.values())
+    assert summary["read"]["in"] == 15
+    assert summary["dedup_exact"]["rejected"] == {"duplicate_id": 1}
+    assert summary["dedup_near"]["rejected"] == {"near_duplicate": 1}
+    assert summary["passage_split"]["rejected"] == {"passage_too_short": 1}
+    assert summary["passage_filter"]["rejected"] == {"too_few_entities": 1}
+    rejects = rows(run, "rejects")
+    for stage, entry in summary.items():
+        for reason, count in entry["rejected"].items():
+            assert sum(r["stage"] == stage and r["reason"] == reason for r in rejects) == count
+    assert summary["sentence_filter"]["in"] == (summary["sentence_filter"]["kept"]
+                                                + sum(summary["sentence_filter"]["rejected"].values()))
+
+
+def test_rest_sentences_get_the_verdicts_the_corpus_was_written_for(run, expectations):
+    queries = rows(run, "queries")
+    kept = {q["sentence"] for q in queries}
+    rejected = {r["detail"]: r["reason"] for r in rows(run, "rejects") if r["stage"] == "sentence_filter"}
+    passages = {p["passage_id"] for p in rows(run, "passages")}
+    checked = 0
+    for article in expectations["articles"]:
+        if article["id"] not in passages:
+            continue
+        for sentence in article.get("rest_sentences", []):
+            got = None if sentence["text"] in kept else rejected.get(sentence["text"][:200], "lost")
+            assert got == EXPECTED_REASON[sentence["expected"]], sentence["text"]
+            checked += 1
+    assert checked >= 80
+
+
+def test_passages_use_the_published_layout_and_url_metadata(run, expectations):
+    passages = {p["passage_id"]: p for p in rows(run, "passages")}
+    c1 = next(a for a in expectations["articles"] if a["key"] == "C1")
+    story = parse_story((DATA / c1["file"]).read_text(encoding="utf-8"), c1["id"])
+    body = " ".join(story.paragraphs[: c1["passage_paragraphs"]])
+    row = passages[c1["id"]]
+    assert row["text"] == passage_text(body, story.highlights)[0]
+    assert (row["url"], row["source"], row["split"]) == (c1["url"], "CNN", "train")
+    assert row["tokens"] == c1["passage_tokens"]
+    assert all(row["text"][e["start"]: e["end"] + 1] == e["text"] for e in row["entities"])
+    assert any("\u00a0" in p["text"] for p in passages.values())  # raw characters kept
+
+
+def test_queries_carry_published_ids_answers_and_filters(run):
+    passages = {p["passage_id"]: p for p in rows(run, "passages")}
+    queries = rows(run, "queries")
+    assert len(queries) >= 40
+    for q in queries:
+        assert q["query_id"] == query_id(q["passage_id"], q["sentence"], q["placeholder_start"])
+        assert q["query"] == (q["sentence"][: q["placeholder_start"]] + "@placeholder"
+                              + q["sentence"][q["placeholder_start"] + len(q["mention"]):])
+        text = passages[q["passage_id"]]["text"]
+        assert q["answers"] and all(text[a["start"]: a["end"] + 1] == a["text"] for a in q["answers"])
+        assert q["filters_passed"] == ["min_tokens", "not_question", "no_shared_ngram",
+                                       "min_entities", "entities_in_passage"]
+
+
+def test_coreference_reaches_the_answers(run):
+    queries = rows(run, "queries")
+    answers_of = {}
+    for q in queries:
+        answers_of.setdefault(q["mention"], set()).update(a["text"] for a in q["answers"])
+    assert "Anneliese Brunner" in answers_of["Brunner"]                     # surname
+    assert "International Glacier Monitoring Council" in answers_of["IGMC"]  # acronym
+    assert "Priya Raman" in answers_of["Dr Raman"]                         # title + surname
+    assert "Venezuela" in answers_of["Venezuelans"]                        # demonym
+
+
+def test_export_and_stats_commands(run, tmp_path, capsys):
+    out = tmp_path / "dev.json"
+    assert main(["record", "export", str(run), "--format", "record-json", "--output", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["version"] == "1.0" and len(data["data"]) == 11
+    assert main(["stats", str(run)]) == 0
+    printed = capsys.readouterr().out
+    assert "tokens/passage" in printed and "169.5" in printed
+
+
+def test_two_runs_give_identical_rows_even_multiprocess(run, tmp_path):
+    again = tmp_path / "again"
+    assert generate(again, "--direct_running_mode=multi_processing", "--direct_num_workers=2") == 0
+    for table in ("passages", "queries", "rejects"):
+        assert rows(again, table) == rows(run, table), table
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for(port: int, seconds: float = 60) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("localhost", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on port {port}")
+
+
+def test_portable_runner_with_job_service_and_external_worker_pool(run, tmp_path):
+    """The job API of Flink and Dataflow Runner v2: a local job service plus an SDK worker pool."""
+    env = dict(os.environ)
+    # The pool starts a bare `python`: it must be this interpreter's.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    job_port, pool_port = _free_port(), _free_port()
+    services = [
+        subprocess.Popen([sys.executable, "-m", "apache_beam.runners.portability.local_job_service_main",
+                          "--port", str(job_port)], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL),
+        subprocess.Popen([sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main",
+                          f"--service_port={pool_port}"], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL),
+    ]
+    try:
+        _wait_for(job_port)
+        _wait_for(pool_port)
+        portable = tmp_path / "portable"
+        assert generate(portable, "--runner=PortableRunner", f"--job_endpoint=localhost:{job_port}",
+                        "--environment_type=EXTERNAL", f"--environment_config=localhost:{pool_port}") == 0
+        for table in ("passages", "queries", "rejects"):
+            assert rows(portable, table) == rows(run, table), table
+    finally:
+        for process in services:
+            process.terminate()
+            process.wait(timeout=30)

@@ -1,0 +1,1 @@
+"""Shared core of the dataset packages: accounting, I/O, dedup, models, hashing."""

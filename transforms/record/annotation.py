@@ -1,0 +1,97 @@
+"""What an annotator produces: entity mentions, coreference chains and the rest's sentences.
+
+Backends (spaCy by default) sit behind `Annotator`; coreference over named-entity mentions sits
+behind `Coreferencer`. Both are chosen in the spec, so a user swaps a model in one place.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from transforms.record.article import PassageSplit
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A named-entity mention in one segment of an article (a passage part or a rest sentence).
+
+    `segment` orders segments in reading order: passage body, highlights, then the rest's
+    sentences. `start`/`end` are character offsets into that segment, `end` exclusive.
+    """
+
+    segment: int
+    start: int
+    end: int
+    text: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A mention placed in passage or sentence coordinates, with its coreference chain."""
+
+    start: int                   # character offset, inclusive
+    end: int                     # character offset, exclusive
+    text: str
+    label: str
+    chain: int
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence of the article's rest, with its entity mentions (offsets in `text`)."""
+
+    index: int
+    text: str
+    entities: tuple[Entity, ...]
+
+
+@dataclass(frozen=True)
+class AnnotatedArticle:
+    """A passage split with entities in passage coordinates and the rest's sentences."""
+
+    split: PassageSplit
+    passage_entities: tuple[Entity, ...]
+    sentences: tuple[Sentence, ...]
+
+
+@dataclass(frozen=True)
+class DocumentAnnotation:
+    """Annotations of a whole article made by an external tool, in document coordinates.
+
+    Offsets index `transforms.article.article_document(article)`: the DeepMind story string
+    (paragraphs joined by blank lines, then "\n\n@highlight\n\n" + each highlight).
+    `chains[i]` is the coreference chain of `mentions[i]`; `sentences` (optional) are the tool's
+    sentence spans, used to split the rest into query sentences.
+    """
+
+    mentions: tuple[tuple[int, int, str], ...]   # (start, end exclusive, label)
+    chains: tuple[int, ...]
+    sentences: tuple[tuple[int, int], ...] = ()
+
+
+class AnnotationError(ValueError):
+    """An article's external annotations cannot be used; `reason` names the reject."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+class Coreferencer(Protocol):
+    """Groups an article's entity mentions (in reading order) into coreference chains."""
+
+    def resolve(self, mentions: Sequence[Mention]) -> list[int]:
+        """Chain id per mention; ids are 0.. in order of first appearance."""
+        ...
+
+
+class Annotator(Protocol):
+    """NER, sentence splitting and coreference for a batch of passage splits."""
+
+    name: str
+
+    def annotate(self, splits: Sequence[PassageSplit]) -> list[AnnotatedArticle]:
+        """Annotate each split; the result has the same length and order."""
+        ...

@@ -1,0 +1,103 @@
+"""Stage 2 of ReCoRD (§3.2): passage entity filter, query-sentence filters and cloze queries.
+
+Ids follow the published dataset: passage id = sha1(URL); query id =
+`{passage id}-{sha1(original sentence, UTF-8)}-{offset of "@placeholder" in the query}`.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Iterator, Union
+
+from filters import record as record_filters
+from filters.text import tokenize, word_ngrams
+from transforms.core.accounting import Reject
+from transforms.record.annotation import AnnotatedArticle, Entity, Sentence
+
+PLACEHOLDER = "@placeholder"
+
+
+SENTENCE_STAGE = "sentence_filter"
+
+
+SENTENCE_FILTERS = ("min_tokens", "not_question", "no_shared_ngram", "min_entities",
+                    "entities_in_passage")
+
+
+def query_id(passage_id: str, sentence: str, placeholder_start: int) -> str:
+    """The published ReCoRD query id."""
+    digest = hashlib.sha1(sentence.encode("utf-8")).hexdigest()
+    return f"{passage_id}-{digest}-{placeholder_start}"
+
+
+def ngram_stopwords(spec: dict) -> frozenset[str]:
+    """spaCy's English stop words when `query.ngram_skip_stopwords` is set, else none."""
+    if not spec["query"]["ngram_skip_stopwords"]:
+        return frozenset()
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
+def sentence_verdict(sentence: Sentence, passage_grams: set, passage_chains: set[int],
+                     spec: dict, stopwords: frozenset[str] = frozenset()) -> Union[str, None]:
+    """The first failing sentence filter's reason, or None when every filter passes."""
+    section = spec["query"]
+    tokens = tokenize(sentence.text)
+    chains = [e.chain for e in sentence.entities]
+    checks = (
+        lambda: record_filters.min_tokens(tokens, int(section["min_tokens"])),
+        lambda: record_filters.not_question(sentence.text) if section["reject_questions"] else None,
+        lambda: record_filters.no_shared_ngram(
+            sentence.text, passage_grams, int(section["ngram"]),
+            [(e.start, e.end) for e in sentence.entities] if section["ngram_skip_entities"] else (),
+            stopwords),
+        lambda: record_filters.min_entities(chains, int(section["min_entities"])),
+        lambda: (record_filters.entities_in_passage(chains, passage_chains)
+                 if section["require_entities_in_passage"] else None),
+    )
+    for check in checks:
+        verdict = check()
+        if verdict:
+            return verdict
+    return None
+
+
+def make_queries(passage_id: str, sentence: Sentence, passage_entities: tuple[Entity, ...]) -> list[dict]:
+    """One cloze query per entity mention of the sentence, with every coreferent passage answer."""
+    rows = []
+    for mention in sentence.entities:
+        query = sentence.text[: mention.start] + PLACEHOLDER + sentence.text[mention.end :]
+        answers = sorted({(e.start, e.end - 1, e.text) for e in passage_entities
+                          if e.chain == mention.chain})
+        rows.append({
+            "query_id": query_id(passage_id, sentence.text, mention.start),
+            "passage_id": passage_id,
+            "query": query,
+            "sentence": sentence.text,
+            "sentence_index": sentence.index,
+            "placeholder_start": mention.start,
+            "mention": mention.text,
+            "label": mention.label,
+            "chain": mention.chain,
+            "answers": [{"start": s, "end": e, "text": t} for s, e, t in answers],
+            "filters_passed": list(SENTENCE_FILTERS),
+        })
+    return rows
+
+
+def sentence_queries(article: AnnotatedArticle, spec: dict) -> Iterator[Union[list[dict], Reject]]:
+    """Per rest sentence: its queries (a list) when it passes every filter, else a Reject."""
+    passage_id = article.split.article.id
+    n = int(spec["query"]["ngram"])
+    # Body and each highlight separately: the "@highlight" markers are layout, not text.
+    stopwords = ngram_stopwords(spec)
+    passage_grams = set().union(*(word_ngrams(part, n, stopwords=stopwords)
+                                  for part in (article.split.body, *article.split.article.highlights)))
+    passage_chains = {e.chain for e in article.passage_entities}
+    for sentence in article.sentences:
+        verdict = sentence_verdict(sentence, passage_grams, passage_chains, spec, stopwords)
+        if verdict:
+            yield Reject(SENTENCE_STAGE, verdict, f"{passage_id}#s{sentence.index}",
+                         sentence.text[:200])
+        else:
+            yield make_queries(passage_id, sentence, article.passage_entities)

@@ -1,0 +1,101 @@
+"""ReCoRD Table 1 statistics of a `csdata record generate` run, printed beside the paper's.
+
+Tokens are those of `filters.text.tokenize` (words with inner apostrophes/hyphens, or single
+punctuation marks); vocabularies are sets of lowercased tokens. Passage tokens are taken from the
+passage text with the `@highlight` marker lines removed (body and highlights count, the markers do
+not). In queries, `@placeholder` counts as one token (and one vocabulary entry). Only passages
+with at least one query count, as in the paper's table.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Union
+
+from filters.text import tokenize
+from transforms.core.io import read_table
+
+HIGHLIGHT_MARKER = "@highlight"
+PLACEHOLDER = "@placeholder"
+
+# (key, label) in the paper's order; keys match `paper_table1` in data_specs/record.yaml.
+ROWS: tuple[tuple[str, str], ...] = (
+    ("queries", "queries"),
+    ("unique_passages", "unique passages"),
+    ("passage_vocab", "passage vocab"),
+    ("query_vocab", "query vocab"),
+    ("tokens_per_passage", "tokens/passage"),
+    ("entities_per_passage", "entities/passage"),
+    ("tokens_per_query", "tokens/query"),
+)
+
+
+def passage_tokens(text: str) -> list[str]:
+    """Tokens of a passage text, without the `@highlight` marker lines."""
+    kept = [line for line in text.split("\n") if line.strip() != HIGHLIGHT_MARKER]
+    return tokenize("\n".join(kept))
+
+
+def query_tokens(query: str) -> list[str]:
+    """Tokens of a query, with each `@placeholder` kept as a single token."""
+    tokens: list[str] = []
+    for i, piece in enumerate(query.split(PLACEHOLDER)):
+        if i:
+            tokens.append(PLACEHOLDER)
+        tokens.extend(tokenize(piece))
+    return tokens
+
+
+def _mean(total: int, count: int) -> float:
+    return total / count if count else 0.0
+
+
+def record_stats(output_dir: Union[str, Path]) -> dict[str, Union[float, int]]:
+    """Table 1 statistics of the run in `output_dir` (keys as in `paper_table1`)."""
+    queries = read_table(output_dir, "queries", ["passage_id", "query"]).to_pylist()
+    with_queries = {q["passage_id"] for q in queries}
+    query_vocab: set[str] = set()
+    query_token_total = 0
+    for q in queries:
+        tokens = query_tokens(q["query"])
+        query_token_total += len(tokens)
+        query_vocab.update(t.lower() for t in tokens)
+
+    passage_vocab: set[str] = set()
+    passages = token_total = entity_total = 0
+    for p in read_table(output_dir, "passages", ["passage_id", "text", "entities"]).to_pylist():
+        if p["passage_id"] not in with_queries:
+            continue
+        passages += 1
+        tokens = passage_tokens(p["text"])
+        token_total += len(tokens)
+        passage_vocab.update(t.lower() for t in tokens)
+        entity_total += len(p["entities"] or [])
+
+    return {
+        "queries": len(queries),
+        "unique_passages": passages,
+        "passage_vocab": len(passage_vocab),
+        "query_vocab": len(query_vocab),
+        "tokens_per_passage": _mean(token_total, passages),
+        "entities_per_passage": _mean(entity_total, passages),
+        "tokens_per_query": _mean(query_token_total, len(queries)),
+    }
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def format_table(stats: Mapping[str, Union[float, int]], paper: Mapping[str, Union[float, int]]) -> str:
+    """A fixed-width table: statistic | this run | paper (missing values shown as `-`)."""
+    header = ("statistic", "this run", "paper")
+    rows = [(label, _cell(stats.get(key)), _cell(paper.get(key))) for key, label in ROWS]
+    width = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+    lines = [f"{header[0]:<{width[0]}}  {header[1]:>{width[1]}}  {header[2]:>{width[2]}}"]
+    lines.append("-" * len(lines[0]))
+    lines += [f"{a:<{width[0]}}  {b:>{width[1]}}  {c:>{width[2]}}" for a, b, c in rows]
+    return "\n".join(lines) + "\n"
