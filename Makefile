@@ -11,7 +11,7 @@ WORDNET_DEBS := $(VENV)/wordnet-debs
 # The venv's bin on PATH: Beam's external worker pool starts a bare `python`.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv demo test bench fidelity clean
+.PHONY: venv demo test test-fast lint bench fidelity clean
 
 venv: $(STAMP) $(WORDNET_STAMP)
 
@@ -37,8 +37,16 @@ $(WORDNET_STAMP): $(STAMP) data_specs/wordnet_lexnames
 demo: $(STAMP) $(WORDNET_STAMP)
 	$(VENV)/bin/csdata demo --output out/demo
 
-test: $(STAMP) $(WORDNET_STAMP)
+test: lint
 	$(PY) -m pytest
+
+# Unit tests only (no end-to-end pipelines, no real models): under two minutes.
+test-fast: $(STAMP) $(WORDNET_STAMP)
+	$(PY) -m pytest -m "not slow"
+
+lint: $(STAMP) $(WORDNET_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 bench: $(STAMP) $(WORDNET_STAMP)
 	$(PY) tests/bench_record.py

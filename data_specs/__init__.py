@@ -97,7 +97,7 @@ def validate_spec(raw: Union[Mapping[str, Any], BaseModel]) -> Spec:
         what = "missing" if "dataset" not in raw else f"{_short(dataset)}"
         raise SpecError(f"spec value dataset={what} is invalid: expected one of {allowed}")
     try:
-        return model.model_validate(dict(raw))
+        return model.model_validate(dict(raw))  # type: ignore[return-value]
     except ValidationError as exc:
         raise SpecError(format_validation_error(model, exc)) from None
 
@@ -194,7 +194,9 @@ def format_validation_error(model: type, exc: ValidationError) -> str:
 
 def _describe_error(model: type, error: Mapping[str, Any]) -> str:
     loc, kind = tuple(error["loc"]), error["type"]
-    annotation, metadata, parts = model, [], []
+    annotation: Any = model
+    metadata: list[Any] = []
+    parts: list[Any] = []
     key_error = False
     for index, item in enumerate(loc):
         annotation, metadata = unwrap(annotation, metadata)

@@ -585,7 +585,7 @@ class ProtoqaSpec(SpecModel):
 
 
 Spec = Union[RecordSpec, CosmosSpec, ProtoqaSpec]
-SPEC_MODELS: Dict[str, type] = {"record": RecordSpec, "cosmos": CosmosSpec, "protoqa": ProtoqaSpec}
+SPEC_MODELS: Dict[str, type[SpecModel]] = {"record": RecordSpec, "cosmos": CosmosSpec, "protoqa": ProtoqaSpec}
 
 
 # ---- what a type allows, in words -----------------------------------------------------------
@@ -617,7 +617,8 @@ def _num(value: Any) -> str:
 
 
 def _bounds(metadata) -> str:
-    lo = hi = None
+    lo: Optional[tuple[str, Any]] = None
+    hi: Optional[tuple[str, Any]] = None
     for m in metadata:
         if isinstance(m, Ge):
             lo = ("[", m.ge)

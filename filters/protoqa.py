@@ -1,11 +1,13 @@
-"""Pure ProtoQA curation rules: question/answer normalisation and keep-or-reason predicates.
+"""Pure ProtoQA curation rules: keep-or-reason predicates and the question normalisation they
+work on.
 
 Predicates return None (keep) or a reason string, as every filter in `filters/` does.
 """
 from __future__ import annotations
 
 import re
-import string
+from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Iterable, Mapping, Optional, Sequence
 
 # Typographic characters the fan sites use, mapped as protoqa-data's `normalized` field does.
@@ -15,8 +17,11 @@ _TYPOGRAPHY = str.maketrans({
     "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2013": "-", "\u2014": "-",
 })
 _SPACES = re.compile(r"\s+")
-# Punctuation removed from answers; apostrophes inside words ("dad's") survive as word characters.
-_ANSWER_PUNCT = re.compile(r"[%s]" % re.escape(string.punctuation.replace("'", "")))
+
+
+def straighten_typography(text: str) -> str:
+    """Typographic quotes, spaces and dashes replaced by their plain ASCII forms."""
+    return text.translate(_TYPOGRAPHY)
 
 
 def normalize_question(text: str) -> str:
@@ -24,15 +29,7 @@ def normalize_question(text: str) -> str:
 
     Reproduces the `normalized` field of every row of the released scraped dev file.
     """
-    return _SPACES.sub(" ", text.translate(_TYPOGRAPHY)).strip().lower()
-
-
-def normalize_answer_text(text: str, articles: Sequence[str] = ("a", "an", "the")) -> list[str]:
-    """Lowercased answer tokens without punctuation or articles (before lemmatisation)."""
-    text = _ANSWER_PUNCT.sub(" ", text.translate(_TYPOGRAPHY).lower())
-    dropped = set(articles)
-    tokens = [t.strip("'") for t in text.split()]
-    return [t for t in tokens if t and t not in dropped]
+    return _SPACES.sub(" ", straighten_typography(text)).strip().lower()
 
 
 def excluded_class(normalized: str, classes: Mapping[str, Sequence[str]]) -> Optional[str]:
@@ -74,12 +71,6 @@ def flag_reason(question_id: str, normalized: str, flagged_ids: Iterable[str],
     return ",".join(reasons)
 
 
-def top_k_coverage(counts: Iterable[int], k: int, denominator: int) -> float:
-    """Percentage of `denominator` answers covered by the `k` largest cluster counts."""
-    top = sum(sorted(counts, reverse=True)[:k])
-    return 100.0 * top / denominator if denominator else 0.0
-
-
 def coverage_problem(coverage: float, min_coverage: float) -> Optional[str]:
     """`low_coverage` unless the coverage is MORE than `min_coverage` (the paper's wording)."""
     return None if coverage > min_coverage else "low_coverage"
@@ -89,6 +80,7 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.replace("'", ""))
 
 
+@lru_cache(maxsize=1)
 def _function_words() -> frozenset:
     from spacy.lang.en.stop_words import STOP_WORDS  # a word list only; no model is loaded
 
@@ -102,8 +94,6 @@ def same_question(a: str, b: str, min_ratio: float = 0.6) -> bool:
     that differ must be function words only ("at" / "in") or spelling variants of each other
     ("does not" / "doesnt": difflib ratio of the joined differing words >= `min_ratio`).
     """
-    from difflib import SequenceMatcher
-
     wa, wb = _words(a), _words(b)
     only_a = [w for w in wa if w not in set(wb)]
     only_b = [w for w in wb if w not in set(wa)]

@@ -6,73 +6,133 @@
     csdata cosmos export out/cosmos-qa --output release/                   # train.csv dev.csv test.jsonl
     csdata stats out/cosmos (or out/cosmos-qa)                             # beside the paper's Table 1
 
-The entry points `add_commands`, `run`, `is_run`, `stats` and `demo` are called by pipeline/cli.py.
+The stages themselves are in `transforms.cosmos` (read, paragraphs + segment + scorers: §2.1;
+crowd: §2.2-2.3; nota: §2.4; release); this module assembles them (`run_paragraphs`,
+`run_hits_import`) and wires the CLI: the entry points `add_commands`, `run`, `is_run`, `stats`
+and `demo` are called by pipeline/cli.py.
 """
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Optional, Sequence, Union
 
 import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
 
+from data_specs import SpecError, load_spec
+from data_specs.models import CosmosSpec
+from pipeline.runner import clear_output
 from transforms.core.accounting import Summarize, format_summary
-from transforms.core.io import WriteTable, read_summary
+from transforms.core.io import WriteTable, read_summary, write_json, write_rows
+from transforms.cosmos.crowd import export_question_hits, import_results
+from transforms.cosmos.nota import SPLITS, assign_splits, decide_nota, instances_of, set_row
+from transforms.cosmos.paragraphs import (
+    COHERENCE_STAGE,
+    SAMPLE_STAGE,
+    SENTENCE_STAGE,
+    STORY_STAGE,
+    Paragraphs,
+)
+from transforms.cosmos.read import STAGE as READ_STAGE
+from transforms.cosmos.read import ReadStories
+from transforms.cosmos.release import export_release
+from transforms.cosmos.scorers import AnswerScorer, make_answer_scorer
+from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
 from transforms.cosmos.stats import format_stats
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
 DEMO_DATA = REPO_ROOT / "tests" / "data" / "cosmos"
-
-
 PARAGRAPH_TABLES = ("paragraphs", "rejects")
+STAGE_ORDER = [READ_STAGE, STORY_STAGE, SENTENCE_STAGE, COHERENCE_STAGE, SEGMENT_STAGE, SAMPLE_STAGE]
+PathLike = Union[str, Path]
 
 
-def stage_order() -> list[str]:
-    from transforms.cosmos.paragraphs import COHERENCE_STAGE, SAMPLE_STAGE, SENTENCE_STAGE, STORY_STAGE
-    from transforms.cosmos.read import STAGE as READ_STAGE
-    from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
+def load_cosmos_spec(name_or_path: str = "cosmos", overrides: Sequence[str] = ()) -> CosmosSpec:
+    """`load_spec` narrowed to a Cosmos QA spec (another dataset's spec is a SpecError)."""
+    spec = load_spec(name_or_path, overrides)
+    if not isinstance(spec, CosmosSpec):
+        raise SpecError(f"spec {name_or_path} is a {spec.dataset} spec; csdata cosmos needs dataset: cosmos")
+    return spec
 
-    return [READ_STAGE, STORY_STAGE, SENTENCE_STAGE, COHERENCE_STAGE, SEGMENT_STAGE, SAMPLE_STAGE]
 
+# --------------------------------------------------------------------------- stage 1 (Beam)
 
 class GenerateCosmosParagraphs(beam.PTransform):
     """Stage 1 from input patterns to `{output}/{paragraphs,rejects}/` Parquet and summary.json."""
 
-    def __init__(self, spec: dict, inputs: Sequence[str], output: str):
+    def __init__(self, spec: CosmosSpec, inputs: Sequence[str], output: str):
         super().__init__()
         self._spec, self._inputs, self._output = spec, list(inputs), output.rstrip("/")
 
     def expand(self, pbegin):
-        from transforms.cosmos.paragraphs import Paragraphs
-        from transforms.cosmos.read import ReadStories
-
         spec, out = self._spec, self._output
-        shards = int(spec["output"]["num_shards"])
-        stories, read_rejects, read_tallies = pbegin | "ReadStories" >> ReadStories(self._inputs, spec)
-        paragraphs, rejects, tallies = stories | "Paragraphs" >> Paragraphs(spec)
+        shards = spec.output.num_shards
+        stories, read_rejects, read_tallies = pbegin | "ReadStories" >> ReadStories(self._inputs, spec.input)
+        paragraphs, rejects, tallies = stories | "Paragraphs" >> Paragraphs(
+            spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed)
         (paragraphs | "ParagraphRows" >> beam.Map(lambda p: p.row())
          | "WriteParagraphs" >> WriteTable(out, "paragraphs", shards, dataset="cosmos"))
         ([read_rejects, *rejects] | "FlattenRejects" >> beam.Flatten()
          | "RejectRows" >> beam.Map(lambda r: r.row())
          | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="cosmos"))
         return ([read_tallies, *tallies] | "FlattenTallies" >> beam.Flatten()
-                | "Summarize" >> Summarize(f"{out}/summary.json", stage_order()))
+                | "Summarize" >> Summarize(f"{out}/summary.json", STAGE_ORDER))
 
 
-def run_paragraphs(spec: dict, inputs: Sequence[str], output: str, options=None) -> dict:
+def run_paragraphs(spec: CosmosSpec, inputs: Sequence[str], output: str,
+                   options: Optional[PipelineOptions] = None) -> dict:
     """Run stage 1; returns the summary (also in `{output}/summary.json`)."""
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    from pipeline.runner import clear_output
-
     clear_output(output, PARAGRAPH_TABLES)
     pipeline = beam.Pipeline(options=options or PipelineOptions(["--runner=FnApiRunner"]))
     pipeline | "GenerateCosmosParagraphs" >> GenerateCosmosParagraphs(spec, inputs, output)
     pipeline.run().wait_until_finish()
     return read_summary(f"{output.rstrip('/')}/summary.json")
 
+
+# --------------------------------------------------------------------------- stages 2-3 (plain Python)
+
+def run_hits_import(spec: CosmosSpec, run_dir: PathLike, questions_csv: PathLike, validations_csv: PathLike,
+                    output_dir: PathLike, scorer: Optional[AnswerScorer] = None) -> dict[str, Any]:
+    """Read written sets and validations (§2.2-2.3), apply the NOTA rules and draw splits (§2.4).
+
+    Writes `sets/`, `train/`, `dev/`, `test/` (schema `instances`), `paragraphs/` (those with a
+    valid set), `rejects/` and `summary.json` under `output_dir`; returns the summary. `scorer`
+    replaces the spec's `answer_scorer` (built only when a set takes a false negative).
+    """
+    results = import_results(run_dir, questions_csv, validations_csv, spec.hits)
+    make_scorer = (lambda: scorer) if scorer is not None else partial(make_answer_scorer, spec.answer_scorer)
+    decided = decide_nota(results.valid, results.paragraphs, spec.nota, spec.hits.min_intended, spec.seed,
+                          make_scorer)
+    instances = [row for d in decided
+                 for row in instances_of(d, results.paragraphs[d.qset.paragraph_id]["text"], spec.nota, spec.seed)]
+    targets = assign_splits(instances, spec.splits, spec.seed)
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for split in SPLITS:
+        write_rows(sorted((r for r in instances if r["split"] == split), key=lambda r: r["id"]),
+                   "cosmos", "instances", out / split)
+    write_rows(sorted((set_row(d) for d in decided), key=lambda r: r["set_id"]), "cosmos", "sets", out / "sets")
+    used = sorted({d.qset.paragraph_id for d in decided})
+    write_rows([results.paragraphs[p] for p in used], "cosmos", "paragraphs", out / "paragraphs")
+    write_rows(sorted(results.rejects, key=lambda r: (r["stage"], r["record_id"])), "cosmos", "rejects",
+               out / "rejects")
+    summary = {
+        "dataset": "cosmos",
+        "stages": results.stages(),
+        "validations": results.validations,
+        "nota": {"unanswerable_sets": sum(d.unanswerable for d in decided),
+                 "false_negative_sets": sum(bool(d.replaced) for d in decided),
+                 "valid_sets": len(decided)},
+        "splits": {s: sum(r["split"] == s for r in instances) for s in SPLITS},
+        "targets": targets,
+    }
+    write_json(str(out / "summary.json"), summary)
+    return summary
+
+
+# --------------------------------------------------------------------------- CLI
 
 def is_run(path) -> bool:
     """A Cosmos output directory: stage 1 (paragraphs/ + summary without ReCoRD tables) or stage 2-3."""
@@ -81,9 +141,8 @@ def is_run(path) -> bool:
 
 
 def stats(path) -> str:
-    from data_specs import load_spec
-
-    return format_stats(Path(path), load_spec("cosmos"))
+    spec = load_cosmos_spec()
+    return format_stats(Path(path), spec.paper_table1, spec.nota)
 
 
 def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str], None]) -> None:
@@ -139,25 +198,21 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
 
 
 def run(args, extra: Sequence[str], beam_options) -> int:
-    from data_specs import load_spec
-
     command = args.cosmos_command
     if command != "paragraphs" and extra:
         raise SystemExit(f"csdata cosmos {command}: unrecognized arguments: {' '.join(extra)}")
     if command == "paragraphs":
-        spec = load_spec(args.spec, args.overrides)
+        spec = load_cosmos_spec(args.spec, args.overrides)
         summary = run_paragraphs(spec, args.input, args.output, beam_options(extra))
         print(format_summary(summary))
         return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
     if command == "hits":
-        from transforms.cosmos.crowd import export_question_hits, import_results
-
-        spec = load_spec(args.spec, args.overrides)
+        spec = load_cosmos_spec(args.spec, args.overrides)
         if args.hits_command == "export":
-            n = export_question_hits(args.run_dir, args.output, spec)
+            n = export_question_hits(args.run_dir, args.output, spec.hits)
             print(f"{n} question-writing HITs written to {args.output}")
             return 0
-        summary = import_results(args.run_dir, args.questions, args.validations, args.output, spec)
+        summary = run_hits_import(spec, args.run_dir, args.questions, args.validations, args.output)
         print(", ".join(f"{k} {v}" for k, v in summary["splits"].items()) +
               f"; unanswerable sets {summary['nota']['unanswerable_sets']}, "
               f"false-negative NOTA sets {summary['nota']['false_negative_sets']} "
@@ -165,21 +220,17 @@ def run(args, extra: Sequence[str], beam_options) -> int:
         print(format_summary({"stages": summary["stages"]}))
         return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
     if command == "export":
-        from transforms.cosmos.crowd import export_release
-
         counts = export_release(args.qa_dir, args.output)
         print(", ".join(f"{name}: {n} rows" for name, n in counts.items()))
         return 0
     raise SystemExit(f"unknown cosmos command {command!r}")
 
 
-def demo(output_dir: Path, make_options) -> None:
-    from data_specs import load_spec
-
+def demo(output_dir: Path, make_options: Callable[[], PipelineOptions]) -> None:
     output = Path(output_dir) / "cosmos"
-    spec = load_spec("cosmos")
+    spec = load_cosmos_spec()
     inputs = [str(DEMO_DATA / "blogs"), str(DEMO_DATA / "stories.jsonl")]
     print(f"Cosmos QA stage 1 on {DEMO_DATA.relative_to(REPO_ROOT)} -> {output}")
     run_paragraphs(spec, inputs, str(output), make_options())
-    print(format_stats(output, spec))  # includes the per-stage summary
+    print(format_stats(output, spec.paper_table1, spec.nota))  # includes the per-stage summary
     print("(stages 2-3 need crowd worker data: csdata cosmos hits export / import)")

@@ -1,5 +1,6 @@
 """`csdata protoqa ...`: ProtoQA (Boratko et al. 2020) question curation, answer-clustering prep,
-the annotator round trip (sheets, BLANC agreement, adjudication) and the release.
+the annotator round trip (sheets, BLANC agreement, adjudication), the release, the official
+evaluation and cluster proposals for new answers.
 
     csdata protoqa questions --input scraped.jsonl --output out/protoqa [--omitted omitted.jsonl]
     csdata protoqa cluster-prep --answers crowd.csv --output out/protoqa-prep
@@ -7,10 +8,13 @@ the annotator round trip (sheets, BLANC agreement, adjudication) and the release
     csdata protoqa sheets import --sheet out/sheets/sheet_A.csv --sheet out/sheets/sheet_B.csv --output out/agree
     csdata protoqa sheets adjudicate --sheet out/agree/adjudication.csv --output out/adjudicated
     csdata protoqa release --input out/adjudicated/adjudicated.jsonl --output out/protoqa-release
+    csdata protoqa score --targets dev.crowdsourced.jsonl --predictions predictions.json
+    csdata protoqa assign --targets dev.crowdsourced.jsonl --answers new_answers.jsonl
     csdata stats out/protoqa-release
 
 Only `questions` runs on Beam (corpus scale); the rest handle ~100 answers per question for
-~150 questions and run in plain Python.
+~150 questions and run in plain Python. The entry points `add_commands`, `run`, `is_run`,
+`stats` and `demo` are called by pipeline/cli.py.
 """
 from __future__ import annotations
 
@@ -20,15 +24,60 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
-from pipeline.runner import run_pipeline
-from transforms.core.io import write_json, write_rows
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from data_specs import ProtoqaSpec, SpecError, load_spec, validate_spec
+from pipeline.runner import clear_output, default_options, run_pipeline
+from transforms.core.accounting import Summarize, build_summary, format_summary
+from transforms.core.io import WriteTable, read_summary, write_json, write_rows
 from transforms.protoqa import metric as pm
-from transforms.protoqa.assign import DEFAULT_THRESHOLD, ClusterAssigner, leave_one_out, minilm_embedder
-from transforms.protoqa.cluster_prep import read_prep
-from transforms.protoqa.release import read_records, read_text
-from transforms.protoqa.stats import cluster_counts, stats_from_counts
+from transforms.protoqa.assign import (
+    ClusterAssigner,
+    assign_rows,
+    leave_one_out,
+    minilm_embedder,
+    read_answer_rows,
+    unknown_questions,
+)
+from transforms.protoqa.cluster_prep import (
+    PREP_STAGES,
+    PROPOSE,
+    READ,
+    prepare_all,
+    read_crowd_answers,
+    read_prep,
+)
+from transforms.protoqa.questions import QUESTION_STAGES, CurateQuestions, read_id_list, scraped_jsonl
+from transforms.protoqa.release import (
+    COVERAGE,
+    RELEASE_STAGES,
+    SPLIT,
+    coverage_report,
+    dumps_record,
+    filter_coverage,
+    read_records,
+    read_text,
+    split_records,
+)
+from transforms.protoqa.sheets import (
+    ADJUDICATE,
+    ADJUDICATION_COLUMNS,
+    ANNOTATOR_COLUMNS,
+    DISAGREEMENT_COLUMNS,
+    adjudicate,
+    adjudication_column,
+    adjudication_rows,
+    agreement,
+    disagreements,
+    export_sheet_rows,
+    merge_sheets,
+    read_sheet,
+    write_csv,
+)
+from transforms.protoqa.stats import cluster_counts, format_agreement, format_coverage, stats_from_counts
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,17 +88,7 @@ SAMPLES = REPO_ROOT / "tests" / "data" / "protoqa"
 RUN_FILE = "run.json"
 
 
-def _score_module():
-    import importlib.util
-
-    if importlib.util.find_spec("transforms.protoqa.assign") is None:
-        return None
-    import importlib
-
-    return importlib.import_module("transforms.protoqa.assign")
-
-
-def add_commands(commands, add_spec_args: Callable) -> None:
+def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str], None]) -> None:
     """Add `csdata protoqa ...` to the top-level subparsers."""
     fmt = argparse.RawDescriptionHelpFormatter
     protoqa = commands.add_parser(
@@ -147,9 +186,58 @@ def add_commands(commands, add_spec_args: Callable) -> None:
     release.add_argument("--output", required=True)
     add_spec_args(release, "protoqa")
 
-    score = _score_module()
-    if score is not None and hasattr(score, "add_score_commands"):
-        score.add_score_commands(sub)
+    score = sub.add_parser(
+        "score", help="official ProtoQA evaluation of ranked answers (exact or WordNet)",
+        description="Scores ranked answer lists against answer clusters as the official "
+                    "evaluator (iesl/protoqa-evaluator) does: answers lowercased, cut to 50 "
+                    "characters and stripped; an answer matches a cluster when it equals a "
+                    "member (exact) or its WordNet partition score with a member rounds to 1 "
+                    "(wordnet, Boratko et al. 2020 App. A); Hungarian matching of answers to "
+                    "clusters weighted by cluster counts, divided by the best possible total. "
+                    "Metrics: Max Answers - {None,1,3,5,10} (first k answers) and Max Incorrect "
+                    "- {None,1,3,5} (stop at the k-th answer matching nothing). Means are over "
+                    "the predicted questions.")
+    score.add_argument("--targets", required=True,
+                       help="answer clusters, protoqa-data JSONL (e.g. dev.crowdsourced.jsonl)")
+    score.add_argument("--predictions", required=True,
+                       help="ranked answers: one JSON object {qid: [answers]} or JSONL with one "
+                            "such object (or {question_id, ranked_answers}) per line")
+    score.add_argument("--similarity", choices=["exact", "wordnet"], default="exact",
+                       help="answer-to-cluster similarity (default: exact)")
+    score.add_argument("--json", action="store_true",
+                       help='print {"Max Answers - 1": mean, ...} as JSON instead of a table')
+    score.add_argument("--per-question", metavar="FILE",
+                       help="write per-question scores and answer -> cluster assignments (JSON: "
+                            "metrics -> {mean, per_question: {qid: {score, assignment}}})")
+
+    assign = sub.add_parser(
+        "assign", help="propose a cluster (or new/invalid) for new answer strings",
+        description="Reads ANSWERS lines {\"question\": qid, \"answer\": str} and writes lines "
+                    "{\"question\", \"answer\", \"cluster\": id or null, \"confidence\"}. The "
+                    "cluster is the best by a weighted sum (assign.weights) of WordNet, MiniLM "
+                    "embedding, lemma and spelling similarity to its member strings; null (new "
+                    "or invalid answer) when that sum is under assign.threshold. With "
+                    "--leave-one-out, prints the accuracy of recovering held-out member strings "
+                    "of TARGETS instead (ours vs a WordNet-only baseline).")
+    assign.add_argument("--targets", required=True, help="answer clusters, protoqa-data JSONL")
+    assign.add_argument("--answers", help="JSONL of {\"question\": qid, \"answer\": str}")
+    assign.add_argument("--output", default="-", help="JSONL to write (default: stdout)")
+    assign.add_argument("--threshold", type=float, default=None,
+                        help="minimum combined score for a cluster (overrides assign.threshold, "
+                             "0.3 in the shipped spec)")
+    assign.add_argument("--no-embeddings", action="store_true",
+                        help="skip the MiniLM signal (no model load)")
+    assign.add_argument("--leave-one-out", action="store_true",
+                        help="evaluate on TARGETS: hold out each member string, recover its cluster")
+    add_spec_args(assign, "protoqa")
+
+
+def load_protoqa_spec(name_or_path: str = "protoqa", overrides: Sequence[str] = ()) -> ProtoqaSpec:
+    """`load_spec` narrowed to a ProtoQA spec (another dataset's spec is a SpecError)."""
+    spec = load_spec(name_or_path, overrides)
+    if not isinstance(spec, ProtoqaSpec):
+        raise SpecError(f"spec {name_or_path} is a {spec.dataset} spec; csdata protoqa needs dataset: protoqa")
+    return spec
 
 
 def _mark_run(output: str, command: str) -> None:
@@ -162,9 +250,13 @@ def _local_dir(output: str) -> Path:
     return path
 
 
-def _tally_summary(stages: dict[str, tuple[int, int, Counter]], order: Sequence[str]) -> dict:
-    from transforms.core.accounting import build_summary
+def _write_jsonl(path: Path, records: Sequence[dict]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(dumps_record(record) + "\n")
 
+
+def _tally_summary(stages: dict[str, tuple[int, int, Counter]], order: Sequence[str]) -> dict:
     counts = []
     for stage, (n_in, kept, rejected) in stages.items():
         counts += [((stage, "in"), n_in), ((stage, "kept"), kept)]
@@ -176,17 +268,9 @@ def _balanced(summary: dict) -> bool:
     return all(s["balanced"] for s in summary["stages"].values())
 
 
-def run_questions(spec: dict, inputs: Sequence[str], output: str, omitted: Sequence[str] = (),
+def run_questions(spec: ProtoqaSpec, inputs: Sequence[str], output: str, omitted: Sequence[str] = (),
                   flagged: Sequence[str] = (), options=None) -> dict:
     """Question curation on Beam; returns the summary (also in OUTPUT/summary.json)."""
-    import apache_beam as beam
-    from apache_beam.io.filesystems import FileSystems
-
-    from pipeline.runner import clear_output, default_options
-    from transforms.core.accounting import Summarize
-    from transforms.core.io import WriteTable, read_summary
-    from transforms.protoqa.questions import QUESTION_STAGES, CurateQuestions, read_id_list, scraped_jsonl
-
     out = output.rstrip("/")
     clear_output(out, ("questions", "rejects"), ("summary.json", "questions.jsonl", RUN_FILE))
     omitted_ids, omitted_questions, flagged_ids = [], [], []
@@ -196,7 +280,7 @@ def run_questions(spec: dict, inputs: Sequence[str], output: str, omitted: Seque
         omitted_questions += texts
     for path in flagged:
         flagged_ids += read_id_list(path)[0]
-    shards = int(spec["output"]["num_shards"])
+    shards = spec.output.num_shards
 
     def write_jsonl(rows):
         with FileSystems.create(f"{out}/questions.jsonl") as handle:
@@ -208,7 +292,7 @@ def run_questions(spec: dict, inputs: Sequence[str], output: str, omitted: Seque
         [pipeline | f"Read{i}" >> beam.io.ReadFromText(p) for i, p in enumerate(inputs)]
         | "FlattenInputs" >> beam.Flatten())
     rows, rejects, tallies = lines | "CurateQuestions" >> CurateQuestions(
-        spec, omitted_ids, omitted_questions, flagged_ids)
+        spec.questions, spec.seed, omitted_ids, omitted_questions, flagged_ids)
     rows | "WriteQuestions" >> WriteTable(out, "questions", shards, dataset="protoqa")
     (rows | "CollectRows" >> beam.combiners.ToList() | "WriteJsonl" >> beam.Map(write_jsonl))
     (rejects | "RejectRows" >> beam.Map(lambda r: r.row())
@@ -219,15 +303,13 @@ def run_questions(spec: dict, inputs: Sequence[str], output: str, omitted: Seque
     return read_summary(f"{out}/summary.json")
 
 
-def run_cluster_prep(spec: dict, answers_csv: str, output: str, models=None) -> dict:
-    from transforms.protoqa.cluster_prep import PREP_STAGES, PROPOSE, READ, prepare_all, read_crowd_answers
-
+def run_cluster_prep(spec: ProtoqaSpec, answers_csv: str, output: str, models=None) -> dict:
+    """Normalised answers and proposed clusters of a crowd answers CSV; returns the summary."""
     path = _local_dir(output)
     questions, rejects, n_rows = read_crowd_answers(read_text(answers_csv))
-    rows = prepare_all(questions, spec, models)
-    rejected = Counter(r.reason for r in rejects)
+    rows = prepare_all(questions, spec.answers, spec.seed, models)
     summary = _tally_summary({
-        READ: (n_rows, n_rows - len(rejects), rejected),
+        READ: (n_rows, n_rows - len(rejects), Counter(r.reason for r in rejects)),
         PROPOSE: (len(questions), len({r["question_id"] for r in rows}), Counter()),
     }, PREP_STAGES)
     write_rows(rows, "protoqa", "answers", path / "answers")
@@ -238,8 +320,7 @@ def run_cluster_prep(spec: dict, answers_csv: str, output: str, models=None) -> 
 
 
 def run_sheets_export(prep_dir: str, output: str, annotators: Sequence[str]) -> list[str]:
-    from transforms.protoqa.sheets import ANNOTATOR_COLUMNS, export_sheet_rows, write_csv
-
+    """One blank annotation sheet per annotator (default A and B); returns their paths."""
     path = _local_dir(output)
     rows = export_sheet_rows(read_prep(prep_dir))
     written = []
@@ -250,127 +331,46 @@ def run_sheets_export(prep_dir: str, output: str, annotators: Sequence[str]) -> 
     return written
 
 
-def run_sheets_import(spec: dict, sheets: Sequence[str], output: str,
+def run_sheets_import(spec: ProtoqaSpec, sheets: Sequence[str], output: str,
                       columns: Optional[Sequence[str]] = None) -> dict:
-    from transforms.protoqa.sheets import (
-        ADJUDICATION_COLUMNS,
-        SheetError,
-        adjudication_rows,
-        agreement,
-        disagreements,
-        merge_annotators,
-        read_sheet,
-        write_csv,
-    )
-
-    invalid = spec["sheets"]["invalid_labels"]
-    if len(sheets) == 2:
-        (qa, cols_a), (qb, cols_b) = (read_sheet(read_text(s)) for s in sheets)
-        col_a = columns[0] if columns else ("annotator_cluster" if "annotator_cluster" in cols_a else cols_a[0])
-        col_b = columns[1] if columns else ("annotator_cluster" if "annotator_cluster" in cols_b else cols_b[0])
-        merged = merge_annotators(qa, col_a, qb, col_b)
-    elif len(sheets) == 1:
-        questions, cols = read_sheet(read_text(sheets[0]))
-        if columns:
-            col_a, col_b = columns
-        elif len(cols) >= 2:
-            col_a, col_b = cols[0], cols[1]
-        else:
-            raise SheetError("a single sheet needs two annotator columns (see --columns)")
-        merged = merge_annotators(questions, col_a, questions, col_b)
-    else:
-        raise SheetError("give one sheet with two annotator columns, or two sheets")
-    result = agreement(merged, "annotator_a", "annotator_b", invalid,
-                       spec["sheets"]["blanc"]["mentions"])
+    """BLANC agreement of two annotators, their disagreements and the adjudication sheet."""
+    invalid = spec.sheets.invalid_labels
+    merged, (col_a, col_b) = merge_sheets([read_text(s) for s in sheets], columns)
+    result = agreement(merged, "annotator_a", "annotator_b", invalid, spec.sheets.blanc.mentions)
     result["annotators"] = ([Path(s).stem for s in sheets] if len(sheets) == 2 and not columns
                             else [col_a, col_b])
-    result["paper_blanc"] = spec["sheets"]["paper_blanc"]
+    result["paper_blanc"] = spec.sheets.paper_blanc
     path = _local_dir(output)
     write_json(str(path / "agreement.json"), result)
     disputes = [d for q in merged for d in disagreements(q, "annotator_a", "annotator_b", invalid)]
-    write_csv(str(path / "disagreements.csv"),
-              ["question_id", "question", "answer", "count", "annotator_a", "annotator_b", "kind"],
-              disputes)
+    write_csv(str(path / "disagreements.csv"), DISAGREEMENT_COLUMNS, disputes)
     write_csv(str(path / "adjudication.csv"), ADJUDICATION_COLUMNS, adjudication_rows(merged, invalid))
     _mark_run(str(path), "sheets-import")
     result["disagreements"] = len(disputes)
     return result
 
 
-def format_agreement(result: dict) -> str:
-    lines = [f"BLANC between {result['annotators'][0]} and {result['annotators'][1]} "
-             f"(mentions: {result['mentions']}; x100)",
-             f"{'question':<16}{'BLANC':>8}{'R':>8}{'P':>8}{'clusters':>10}"]
-    for qid, entry in result["per_question"].items():
-        lines.append(f"{qid:<16}{entry['blanc']:>8.2f}{entry['recall']:>8.2f}{entry['precision']:>8.2f}"
-                     f"{entry['clusters_a']:>5}/{entry['clusters_b']:<4}")
-    lines.append(f"overall: macro {result['macro_blanc']:.2f}, micro {result['micro_blanc']:.2f} "
-                 f"over {result['questions']} questions (paper: {result.get('paper_blanc')})")
-    if "disagreements" in result:
-        lines.append(f"{result['disagreements']} answers to adjudicate (disagreements.csv)")
-    return "\n".join(lines)
-
-
-def run_adjudicate(spec: dict, sheet: str, output: str, column: Optional[str] = None) -> dict:
-    from transforms.core.accounting import Reject
-    from transforms.protoqa.release import dumps_record
-    from transforms.protoqa.sheets import ADJUDICATE, read_sheet, record_from_sheet
-
+def run_adjudicate(spec: ProtoqaSpec, sheet: str, output: str, column: Optional[str] = None) -> dict:
+    """protoqa-data records of an adjudicated sheet (OUTPUT/adjudicated.jsonl); the summary."""
     questions, cols = read_sheet(read_text(sheet))
-    if column is None:
-        column = next((c for c in ("adjudicated", "annotator_cluster", "Combined") if c in cols), None)
-        if column is None:
-            raise ValueError(f"no adjudicated / annotator_cluster / Combined column in {cols}; use --column")
-    invalid = spec["sheets"]["invalid_labels"]
-    records, rejected = [], Counter()
-    rejects = []
-    for question in questions:
-        result = record_from_sheet(question, column, invalid, spec["release"]["source"])
-        if isinstance(result, Reject):
-            rejected[result.reason] += 1
-            rejects.append(result)
-        else:
-            records.append(result)
+    records, rejects = adjudicate(questions, column or adjudication_column(cols),
+                                  spec.sheets.invalid_labels, spec.release.source)
     path = _local_dir(output)
-    with open(path / "adjudicated.jsonl", "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(dumps_record(record) + "\n")
-    summary = _tally_summary({ADJUDICATE: (len(questions), len(records), rejected)}, [ADJUDICATE])
+    _write_jsonl(path / "adjudicated.jsonl", records)
+    summary = _tally_summary({ADJUDICATE: (len(questions), len(records),
+                                           Counter(r.reason for r in rejects))}, [ADJUDICATE])
     summary["rejects"] = [r.row() for r in rejects]
     write_json(str(path / "summary.json"), summary)
     _mark_run(str(path), "adjudicate")
     return summary
 
 
-def run_release(spec: dict, inputs: Sequence[str], output: str) -> dict:
-    from filters.protoqa import coverage_problem
-    from transforms.protoqa.release import (
-        COVERAGE,
-        RELEASE_STAGES,
-        SPLIT,
-        coverage_report,
-        coverages,
-        dumps_record,
-        spec_reading,
-        split_records,
-    )
-
+def run_release(spec: ProtoqaSpec, inputs: Sequence[str], output: str) -> dict:
+    """Coverage filter and dev / test split; returns {"summary": ..., "coverage": report}."""
     records = read_records(inputs)
-    report = coverage_report(records, spec)
-    reading = spec_reading(spec)
-    top_k, minimum = int(spec["coverage"]["top_k"]), float(spec["coverage"]["min_coverage"])
-    kept, rejected, rejects = [], Counter(), []
-    for record in records:
-        value = coverages(record, top_k)[reading]
-        reason = coverage_problem(value, minimum)
-        if reason:
-            rejected[reason] += 1
-            rejects.append({"stage": COVERAGE, "reason": reason, "record_id": record["metadata"]["id"],
-                            "detail": f"top-{top_k} coverage {value:.2f} ({reading})"})
-        else:
-            kept.append(record)
-    splits = split_records(kept, int(spec["seed"]), int(spec["release"]["dev_size"]),
-                           int(spec["release"]["test_size"]))
+    report = coverage_report(records, spec.coverage)
+    kept, rejects = filter_coverage(records, spec.coverage)
+    splits = split_records(kept, spec.release, spec.seed)
     path = _local_dir(output)
     for name, items in splits.items():
         target = path / f"{name}.jsonl"
@@ -378,12 +378,10 @@ def run_release(spec: dict, inputs: Sequence[str], output: str) -> dict:
             if target.exists():
                 target.unlink()
             continue
-        with open(target, "w", encoding="utf-8") as handle:
-            for record in items:
-                handle.write(dumps_record(record) + "\n")
+        _write_jsonl(target, items)
     split_kept = len(splits["dev"]) + len(splits["test"])
     summary = _tally_summary({
-        COVERAGE: (len(records), len(kept), rejected),
+        COVERAGE: (len(records), len(kept), Counter(r["reason"] for r in rejects)),
         SPLIT: (len(kept), split_kept, Counter({"over_split_sizes": len(splits["unsplit"])})
                 if splits["unsplit"] else Counter()),
     }, RELEASE_STAGES)
@@ -395,18 +393,63 @@ def run_release(spec: dict, inputs: Sequence[str], output: str) -> dict:
     return {"summary": summary, "coverage": report}
 
 
-def format_coverage(report: dict) -> str:
-    lines = [f"top-{report['top_k']} coverage rule: keep when coverage > {report['min_coverage']:g} "
-             f"(spec reading: {report['spec_reading']})"]
-    n = len(report["questions"])
-    for name, text in report["readings"].items():
-        dropped = report["dropped"][name]
-        mark = "  <- spec" if name == report["spec_reading"] else ""
-        lines.append(f"  {name:<11} keeps {report['kept'][name]['count']:>4} / {n}  "
-                     f"({text}){mark}")
-        if dropped:
-            lines.append(f"              drops: {', '.join(dropped)}")
-    return "\n".join(lines)
+def run_score(targets_path: str, predictions_path: str, similarity: str = "exact",
+              per_question_path: Optional[str] = None) -> tuple[dict, int, float]:
+    """The official metrics' means; (means, predicted questions, seconds scoring).
+
+    Writes the per-question report to `per_question_path` when given; warns on stderr about
+    target questions without predictions (not counted, as officially).
+    """
+    targets = pm.load_targets(targets_path)
+    predictions = pm.load_predictions(predictions_path)
+    missing = pm.missing_questions(targets, predictions)
+    if missing:
+        print(f"warning: {len(missing)} target question(s) have no predictions and are not "
+              f"counted (official behaviour): {', '.join(missing[:5])}", file=sys.stderr)
+    start = time.perf_counter()
+    means, per_question = pm.evaluate(targets, predictions, similarity)
+    seconds = time.perf_counter() - start
+    if per_question_path:
+        report = pm.report_json(means, per_question, similarity)
+        report.update(targets=str(targets_path), predictions=str(predictions_path), seconds=seconds)
+        Path(per_question_path).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return means, len(predictions), seconds
+
+
+def with_assign_threshold(spec: ProtoqaSpec, threshold: Optional[float]) -> ProtoqaSpec:
+    """`spec` with `assign.threshold` replaced (validated) unless `threshold` is None."""
+    if threshold is None:
+        return spec
+    updated = validate_spec(spec.model_copy(update={
+        "assign": spec.assign.model_copy(update={"threshold": threshold})}))
+    assert isinstance(updated, ProtoqaSpec)
+    return updated
+
+
+def run_assign(spec: ProtoqaSpec, targets_path: str, answers_path: Optional[str], output: str = "-",
+               embeddings: bool = True, held_out: bool = False) -> int:
+    """`protoqa assign`: proposals for ANSWERS as JSONL, or the leave-one-out report; exit code."""
+    targets = pm.load_targets(targets_path)
+    assigner = ClusterAssigner(spec.assign, minilm_embedder() if embeddings else None)
+    if held_out:
+        print(json.dumps(leave_one_out(targets, assigner), indent=1))
+        return 0
+    if not answers_path:
+        print("error: --answers is required (or use --leave-one-out)", file=sys.stderr)
+        return 2
+    rows = read_answer_rows(answers_path)
+    unknown = unknown_questions(targets, rows)
+    if unknown:
+        print(f"error: question(s) not in the targets: {', '.join(unknown[:5])}", file=sys.stderr)
+        return 2
+    out = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")
+    try:
+        for line in assign_rows(assigner, targets, rows):
+            out.write(json.dumps(line) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
 
 
 def is_run(path) -> bool:
@@ -429,18 +472,23 @@ def stats(path) -> str:
 
 
 def run(args, extra: Sequence[str], beam_options) -> int:
-    from data_specs import load_spec
-    from transforms.core.accounting import format_summary
-
-    score = _score_module()
-    if score is not None and hasattr(score, "run_score_command"):
-        result = score.run_score_command(args)
-        if result is not None:
-            return result
     command = args.protoqa_command
     if command != "questions" and extra:
         raise SystemExit(f"csdata protoqa {command}: unrecognized arguments: {' '.join(extra)}")
-    spec = load_spec(args.spec, args.overrides)
+    if command == "score":
+        means, n_questions, seconds = run_score(args.targets, args.predictions, args.similarity,
+                                                args.per_question)
+        if args.json:
+            print(json.dumps(means))
+        else:
+            print(f"{n_questions} questions, {args.similarity} similarity, {seconds:.2f} s")
+            for name, value in means.items():
+                print(f"{name:<22} {value:.4f}")
+        return 0
+    spec = load_protoqa_spec(args.spec, args.overrides)
+    if command == "assign":
+        return run_assign(with_assign_threshold(spec, args.threshold), args.targets, args.answers,
+                          args.output, embeddings=not args.no_embeddings, held_out=args.leave_one_out)
     if command == "questions":
         summary = run_questions(spec, args.input, args.output, args.omitted, args.flagged,
                                 beam_options(extra))
@@ -472,12 +520,12 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     raise SystemExit(f"unknown protoqa command {command!r}")
 
 
-def demo(output_dir: Path, make_options) -> None:
-    """ProtoQA on the invented samples in tests/data/protoqa (sample inputs, not real data)."""
-    from data_specs import load_spec
-    from transforms.core.accounting import format_summary
+def demo(output_dir: Path, make_options) -> bool:
+    """ProtoQA on the invented samples in tests/data/protoqa (sample inputs, not real data).
 
-    spec = load_spec("protoqa")
+    Returns False when a stage's accounting does not balance (in != kept + rejected).
+    """
+    spec = load_protoqa_spec()
     out = Path(output_dir) / "protoqa"
     rel = SAMPLES.relative_to(REPO_ROOT)
     print(f"ProtoQA question curation on {rel}/scraped.jsonl -> {out / 'questions'}")
@@ -485,8 +533,10 @@ def demo(output_dir: Path, make_options) -> None:
                             [str(SAMPLES / "omitted.jsonl")], [str(SAMPLES / "flagged.txt")],
                             make_options())
     print(format_summary(summary))
+    summaries = [summary]
     print(f"\nProtoQA cluster prep on {rel}/crowd_answers.csv -> {out / 'prep'}")
-    print(format_summary(run_cluster_prep(spec, str(SAMPLES / "crowd_answers.csv"), str(out / "prep"))))
+    summaries.append(run_cluster_prep(spec, str(SAMPLES / "crowd_answers.csv"), str(out / "prep")))
+    print(format_summary(summaries[-1]))
     run_sheets_export(str(out / "prep"), str(out / "sheets"), ["A", "B"])
     print(f"\nProtoQA sheets: blank sheets in {out / 'sheets'}; agreement of the SAMPLE filled sheets "
           f"{rel}/sheets/annotator_{{a,b}}.csv (invented sample inputs)")
@@ -494,130 +544,13 @@ def demo(output_dir: Path, make_options) -> None:
         spec, [str(SAMPLES / "sheets" / "annotator_a.csv"), str(SAMPLES / "sheets" / "annotator_b.csv")],
         str(out / "agreement"))))
     print(f"\nProtoQA adjudication of the SAMPLE sheet {rel}/sheets/adjudicated.csv and release")
-    print(format_summary(run_adjudicate(spec, str(SAMPLES / "sheets" / "adjudicated.csv"),
-                                        str(out / "adjudicated"))))
+    summaries.append(run_adjudicate(spec, str(SAMPLES / "sheets" / "adjudicated.csv"),
+                                    str(out / "adjudicated")))
+    print(format_summary(summaries[-1]))
     result = run_release(spec, [str(out / "adjudicated" / "adjudicated.jsonl")], str(out / "release"))
+    summaries.append(result["summary"])
     print(format_coverage(result["coverage"]))
     print(format_summary(result["summary"]))
     print()
     print(stats(out / "release"))
-
-
-SCORE_COMMANDS = ("score", "assign")
-
-
-# --------------------------------------------------------------------------------------------
-# CLI
-# --------------------------------------------------------------------------------------------
-def add_score_commands(protoqa_subparsers) -> None:
-    """Add the `score` and `assign` subcommands to `csdata protoqa`'s subparsers."""
-    score = protoqa_subparsers.add_parser(
-        "score", help="official ProtoQA evaluation of ranked answers (exact or WordNet)",
-        description="Scores ranked answer lists against answer clusters as the official "
-                    "evaluator (iesl/protoqa-evaluator) does: answers lowercased, cut to 50 "
-                    "characters and stripped; an answer matches a cluster when it equals a "
-                    "member (exact) or its WordNet partition score with a member rounds to 1 "
-                    "(wordnet, Boratko et al. 2020 App. A); Hungarian matching of answers to "
-                    "clusters weighted by cluster counts, divided by the best possible total. "
-                    "Metrics: Max Answers - {None,1,3,5,10} (first k answers) and Max Incorrect "
-                    "- {None,1,3,5} (stop at the k-th answer matching nothing). Means are over "
-                    "the predicted questions.")
-    score.add_argument("--targets", required=True,
-                       help="answer clusters, protoqa-data JSONL (e.g. dev.crowdsourced.jsonl)")
-    score.add_argument("--predictions", required=True,
-                       help="ranked answers: one JSON object {qid: [answers]} or JSONL with one "
-                            "such object (or {question_id, ranked_answers}) per line")
-    score.add_argument("--similarity", choices=["exact", "wordnet"], default="exact",
-                       help="answer-to-cluster similarity (default: exact)")
-    score.add_argument("--json", action="store_true",
-                       help='print {"Max Answers - 1": mean, ...} as JSON instead of a table')
-    score.add_argument("--per-question", metavar="FILE",
-                       help="write per-question scores and answer -> cluster assignments (JSON: "
-                            "metrics -> {mean, per_question: {qid: {score, assignment}}})")
-
-    assign = protoqa_subparsers.add_parser(
-        "assign", help="propose a cluster (or new/invalid) for new answer strings",
-        description="Reads ANSWERS lines {\"question\": qid, \"answer\": str} and writes lines "
-                    "{\"question\", \"answer\", \"cluster\": id or null, \"confidence\"}. The "
-                    "cluster is the best by a weighted sum of WordNet, MiniLM embedding, lemma "
-                    "and spelling similarity to its member strings; null (new or invalid "
-                    "answer) when that sum is under the threshold. With --leave-one-out, "
-                    "prints the accuracy of recovering held-out member strings of TARGETS "
-                    "instead (ours vs a WordNet-only baseline).")
-    assign.add_argument("--targets", required=True, help="answer clusters, protoqa-data JSONL")
-    assign.add_argument("--answers", help="JSONL of {\"question\": qid, \"answer\": str}")
-    assign.add_argument("--output", default="-", help="JSONL to write (default: stdout)")
-    assign.add_argument("--threshold", type=float, default=None,
-                        help=f"minimum combined score for a cluster (default {DEFAULT_THRESHOLD})")
-    assign.add_argument("--no-embeddings", action="store_true",
-                        help="skip the MiniLM signal (no model load)")
-    assign.add_argument("--leave-one-out", action="store_true",
-                        help="evaluate on TARGETS: hold out each member string, recover its cluster")
-
-
-def run_score_command(args) -> Optional[int]:
-    """Run `score` / `assign`; None when `args.protoqa_command` is another subcommand."""
-    command = getattr(args, "protoqa_command", None)
-    if command == "score":
-        return _cmd_score(args)
-    if command == "assign":
-        return _cmd_assign(args)
-    return None
-
-
-def _cmd_score(args) -> int:
-    targets = pm.load_targets(args.targets)
-    predictions = pm.load_predictions(args.predictions)
-    missing = pm.missing_questions(targets, predictions)
-    if missing:
-        print(f"warning: {len(missing)} target question(s) have no predictions and are not "
-              f"counted (official behaviour): {', '.join(missing[:5])}", file=sys.stderr)
-    start = time.perf_counter()
-    means, per_question = pm.evaluate(targets, predictions, args.similarity)
-    seconds = time.perf_counter() - start
-    if args.per_question:
-        report = pm.report_json(means, per_question, args.similarity)
-        report.update(targets=str(args.targets), predictions=str(args.predictions),
-                      seconds=seconds)
-        Path(args.per_question).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    if args.json:
-        print(json.dumps(means))
-    else:
-        print(f"{len(predictions)} questions, {args.similarity} similarity, {seconds:.2f} s")
-        for name, value in means.items():
-            print(f"{name:<22} {value:.4f}")
-    return 0
-
-
-def _read_jsonl(path: str) -> List[dict]:
-    with open(path, encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
-
-
-def _cmd_assign(args) -> int:
-    targets = pm.load_targets(args.targets)
-    assigner = ClusterAssigner(
-        embedder=None if args.no_embeddings else minilm_embedder(),
-        threshold=DEFAULT_THRESHOLD if args.threshold is None else args.threshold)
-    if args.leave_one_out:
-        print(json.dumps(leave_one_out(targets, assigner), indent=1))
-        return 0
-    if not args.answers:
-        print("error: --answers is required (or use --leave-one-out)", file=sys.stderr)
-        return 2
-    rows = _read_jsonl(args.answers)
-    unknown = sorted({r["question"] for r in rows if r["question"] not in targets})
-    if unknown:
-        print(f"error: question(s) not in the targets: {', '.join(unknown[:5])}", file=sys.stderr)
-        return 2
-    out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
-    try:
-        for row in rows:
-            proposal = assigner.assign(targets[row["question"]], row["answer"])
-            out.write(json.dumps({"question": row["question"], "answer": row["answer"],
-                                  "cluster": proposal.cluster,
-                                  "confidence": round(proposal.confidence, 4)}) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    return 0
+    return all(_balanced(s) for s in summaries)

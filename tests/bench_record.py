@@ -30,17 +30,11 @@ quiet_beam_import_warning()
 
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
-from data_specs import (
-    apply_overrides,  # noqa: E402
-    load_spec,  # noqa: E402
-)
+from data_specs import RecordSpec, load_spec  # noqa: E402
 from pipeline.record import run_filter, run_record  # noqa: E402
-from transforms.core.files import expand_local_inputs
-from transforms.core.io import (
-    read_summary,  # noqa: E402
-    read_table,  # noqa: E402
-)
-from transforms.record.annotate.spacy_ner import load_spacy, split_segments  # noqa: E402
+from transforms.core.files import expand_local_inputs  # noqa: E402
+from transforms.core.io import read_summary, read_table  # noqa: E402
+from transforms.record.annotate.spacy_ner import load_ner_pipeline, split_segments  # noqa: E402
 from transforms.record.curate import make_split_fn  # noqa: E402
 from transforms.record.read import SUPPORTED_SUFFIXES, iter_raw_records, parse_raw_record  # noqa: E402
 
@@ -54,9 +48,9 @@ def default_inputs() -> list[str]:
     return [os.path.join(ROOT, "tests", "data", "record")]
 
 
-def annotated_texts(inputs: list[str], spec: dict, keep_ids: set[str]) -> list[str]:
+def annotated_texts(inputs: list[str], spec: RecordSpec, keep_ids: set[str]) -> list[str]:
     """The texts the generator hands to spaCy: segments of the splits that reached annotation."""
-    split_fn = make_split_fn(spec)
+    split_fn = make_split_fn(spec.passage)
     texts = []
     for path in expand_local_inputs(inputs, SUPPORTED_SUFFIXES):
         for matched in sorted(glob.glob(path)):
@@ -71,17 +65,17 @@ def annotated_texts(inputs: list[str], spec: dict, keep_ids: set[str]) -> list[s
     return texts
 
 
-def time_pipeline(inputs: list[str], spec: dict, args: list[str]) -> tuple[float, dict, str]:
+def time_pipeline(inputs: list[str], spec: RecordSpec, args: list[str]) -> tuple[float, dict, str]:
     out = tempfile.mkdtemp(prefix="bench-record-")
     start = time.perf_counter()
     run_record(spec, inputs, out, options=PipelineOptions(args))
     return time.perf_counter() - start, read_summary(os.path.join(out, "summary.json")), out
 
 
-def time_bare(texts: list[str], spec: dict) -> float:
+def time_bare(texts: list[str], spec: RecordSpec) -> float:
     start = time.perf_counter()
-    nlp = load_spacy(spec["annotator"]["model"], spec["annotator"]["sentences"])
-    for _ in nlp.pipe(texts, batch_size=int(spec["annotator"]["batch_size"])):
+    nlp = load_ner_pipeline(spec.annotator.model, spec.annotator.sentences)
+    for _ in nlp.pipe(texts, batch_size=spec.annotator.batch_size):
         pass
     return time.perf_counter() - start
 
@@ -123,12 +117,12 @@ def main() -> None:
     bench_filter(out, spec, [r for r in args.readers.split(",") if r], args.cross_steps)
 
 
-def bench_filter(run_dir: str, spec: dict, readers: list[str], cross_steps: int) -> None:
+def bench_filter(run_dir: str, spec: RecordSpec, readers: list[str], cross_steps: int) -> None:
     """Triples/s of the machine filter per reader on the triples of `run_dir`."""
     if not readers:
         return
     predictions = None
-    print(f"machine filter, {spec['filter']['folds']} folds:")
+    print(f"machine filter, {spec.filter.folds} folds:")
     for reader in readers:
         choice, reader_spec = reader, spec
         if reader == "predictions":
@@ -137,7 +131,10 @@ def bench_filter(run_dir: str, spec: dict, readers: list[str], cross_steps: int)
                 continue
             choice = f"predictions:{predictions}"
         if reader == "cross-encoder":
-            reader_spec = apply_overrides(spec, [f"filter.readers.cross-encoder.max_steps={cross_steps}"])
+            readers_section = spec.filter.readers
+            cross = readers_section.cross_encoder.model_copy(update={"max_steps": cross_steps})
+            reader_spec = spec.model_copy(update={"filter": spec.filter.model_copy(update={
+                "readers": readers_section.model_copy(update={"cross_encoder": cross})})})
         out = tempfile.mkdtemp(prefix=f"bench-filter-{reader}-")
         start = time.perf_counter()
         summary = run_filter(reader_spec, run_dir, out, choice, options=PipelineOptions(["--runner=FnApiRunner"]))

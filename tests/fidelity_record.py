@@ -94,8 +94,8 @@ def main() -> None:
     with open(os.path.join(work, "articles.jsonl"), "w", encoding="utf-8") as out:
         for example in examples:
             out.write(json.dumps(rebuild(example), ensure_ascii=False) + "\n")
-    spec = load_spec("record", args.overrides)
-    spec["curation"]["near_duplicates"]["enabled"] = False  # the samples repeat passages on purpose
+    # The samples repeat passages on purpose: no near-duplicate removal.
+    spec = load_spec("record", [*args.overrides, "curation.near_duplicates.enabled=false"])
     run_record(spec, [os.path.join(work, "articles.jsonl")], os.path.join(work, "out"),
                options=PipelineOptions(["--runner=FnApiRunner"]))
     passages = {r["passage_id"]: r for r in read_table(os.path.join(work, "out"), "passages").to_pylist()}

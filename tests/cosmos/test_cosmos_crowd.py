@@ -10,8 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from data_specs import load_schema, load_spec
+from pipeline import cosmos
+from pipeline.cli import main
 from transforms.core.io import read_table
-from transforms.cosmos import crowd
+from transforms.cosmos import crowd, nota, release
+from transforms.cosmos.scorers import MiniLMAnswers
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "cosmos" / "golden"
 NOTA = "None of the above choices ."
@@ -69,11 +72,13 @@ class FakeScorer:
         return [[float(len(a)) for a in answers] for _, _, answers in items]
 
 
+def cosmos_spec(*overrides: str):
+    return load_spec("cosmos", ["splits.excellent_workers=[W-EXCELLENT]", *overrides])
+
+
 @pytest.fixture
 def spec():
-    s = load_spec("cosmos")
-    s["splits"]["excellent_workers"] = ["W-EXCELLENT"]
-    return s
+    return cosmos_spec()
 
 
 @pytest.fixture
@@ -110,7 +115,7 @@ def simulated(tmp_path, spec):
 def test_import_applies_validation_rules_and_accounts_for_every_set(tmp_path, simulated, spec):
     run, questions, validations = simulated
     out = tmp_path / "qa"
-    summary = crowd.import_results(run, questions, validations, out, spec, scorer=FakeScorer())
+    summary = cosmos.run_hits_import(spec, run, questions, validations, out, scorer=FakeScorer())
     assert summary["stages"]["question_sets"] == {
         "in": 10, "kept": 7, "balanced": True,
         "rejected": {"paragraph_missing": 1, "too_few_incorrect_answers": 1, "too_many_questions": 1}}
@@ -129,14 +134,14 @@ def test_import_applies_validation_rules_and_accounts_for_every_set(tmp_path, si
 def test_unanswerable_rule(tmp_path, simulated, spec):
     run, questions, validations = simulated
     out = tmp_path / "qa"
-    crowd.import_results(run, questions, validations, out, spec, scorer=FakeScorer())
+    cosmos.run_hits_import(spec, run, questions, validations, out, scorer=FakeScorer())
     sets = {r["set_id"]: r for r in read_table(out, "sets").to_pylist()}
     # A6#q1: 2 of 3 chose the answer, one said answerable without the paragraph.
     # A6#q2: 3 chose it, one said it needs no commonsense. Both become NOTA questions.
     assert sets["A6#q1"]["unanswerable"] and sets["A6#q1"]["unanswerable_votes"] == 1
     assert sets["A6#q2"]["unanswerable"]
     assert not sets["A1#q1"]["unanswerable"] and not sets["A3#q1"]["unanswerable"]
-    rows = [r for s in crowd.SPLITS for r in read_table(out, s).to_pylist()]
+    rows = [r for s in nota.SPLITS for r in read_table(out, s).to_pylist()]
     for r in rows:
         answers = [r[f"answer{i}"] for i in range(4)]
         if r["set_id"].startswith("A6"):
@@ -156,19 +161,19 @@ def test_unanswerable_needs_two_intended_and_one_vote():
     j = lambda intended, commonsense=True, without=False: crowd.Judgement(  # noqa: E731
         "v", True, True, "yes" if intended else "n1", intended, commonsense, without)
     qset.judgements = [j(True), j(True), j(False)]
-    assert not crowd.is_unanswerable(qset, 2)
+    assert not nota.is_unanswerable(qset, 2)
     qset.judgements = [j(True), j(True), j(False, without=True)]
-    assert crowd.is_unanswerable(qset, 2)              # the vote may come from any validator
+    assert nota.is_unanswerable(qset, 2)               # the vote may come from any validator
     qset.judgements = [j(True), j(False), j(False, commonsense=False)]
-    assert not crowd.is_unanswerable(qset, 2)          # only one intended answer
+    assert not nota.is_unanswerable(qset, 2)          # only one intended answer
 
 
-def test_false_negative_replaces_the_weakest_negative(tmp_path, simulated, spec):
+def test_false_negative_replaces_the_weakest_negative(tmp_path, simulated):
     run, questions, validations = simulated
-    spec["nota"]["false_negative_rate"] = 1.0          # every answerable valid set
+    spec = cosmos_spec("nota.false_negative_rate=1.0")   # every answerable valid set
     scorer = FakeScorer()
     out = tmp_path / "qa"
-    summary = crowd.import_results(run, questions, validations, out, spec, scorer=scorer)
+    summary = cosmos.run_hits_import(spec, run, questions, validations, out, scorer=scorer)
     assert summary["nota"] == {"unanswerable_sets": 2, "false_negative_sets": 3, "valid_sets": 5}
     assert len(scorer.calls) == 1 and len(scorer.calls[0]) == 3     # one batch, answerable sets only
     sets = {r["set_id"]: r for r in read_table(out, "sets").to_pylist()}
@@ -184,10 +189,10 @@ def test_false_negative_replaces_the_weakest_negative(tmp_path, simulated, spec)
 
 def test_false_negative_sampling_rate_and_determinism():
     ids = [f"set{i}" for i in range(4000)]
-    chosen = [crowd.takes_false_negative(i, 1909, 0.7) for i in ids]
+    chosen = [nota.takes_false_negative(i, 1909, 0.7) for i in ids]
     assert 0.68 < sum(chosen) / len(ids) < 0.72
-    assert chosen == [crowd.takes_false_negative(i, 1909, 0.7) for i in ids]
-    assert crowd.weakest_negative([0.3, 0.1, 0.1]) == 1
+    assert chosen == [nota.takes_false_negative(i, 1909, 0.7) for i in ids]
+    assert nota.weakest_negative([0.3, 0.1, 0.1]) == 1
 
 
 def test_splits_draw_dev_test_only_from_excellent_workers(spec):
@@ -196,11 +201,11 @@ def test_splits_draw_dev_test_only_from_excellent_workers(spec):
         worker = "W-EXCELLENT" if p % 2 else f"W{p}"
         for q in range(2):
             rows.append({"paragraph_id": f"p{p}", "worker_id": worker, "id": f"p{p}-{q}"})
-    spec["splits"]["reference_total"] = 100            # 80 instances: dev 0.8 * 3000 capped below
-    spec["splits"].update(dev_size=10, test_size=20)
-    targets = crowd.assign_splits(rows, spec)
+    # 80 instances of a reference 100: dev and test scale to 0.8 of 10 and 20.
+    splits = spec.splits.model_copy(update={"reference_total": 100, "dev_size": 10, "test_size": 20})
+    targets = nota.assign_splits(rows, splits, spec.seed)
     assert targets == {"instances": 80, "eval_pool": 40, "dev_target": 8, "test_target": 16}
-    by_split = {s: [r for r in rows if r["split"] == s] for s in crowd.SPLITS}
+    by_split = {s: [r for r in rows if r["split"] == s] for s in nota.SPLITS}
     assert len(by_split["dev"]) == 8 and len(by_split["test"]) == 16
     assert all(r["worker_id"] == "W-EXCELLENT" for s in ("dev", "test") for r in by_split[s])
     splits_of = {}
@@ -210,21 +215,21 @@ def test_splits_draw_dev_test_only_from_excellent_workers(spec):
 
 
 def test_eval_targets_scale_down_for_small_inputs(spec):
-    splits = spec["splits"]
-    assert crowd.eval_targets(35588, 10000, splits) == (3000, 7000)
-    assert crowd.eval_targets(71176, 10000, splits) == (3000, 7000)
-    assert crowd.eval_targets(3559, 500, splits) == (300, 700)
-    assert crowd.eval_targets(5, 2, splits) == (1, 1)
-    assert crowd.eval_targets(2, 0, splits) == (0, 0)
+    splits = spec.splits
+    assert nota.eval_targets(35588, 10000, splits) == (3000, 7000)
+    assert nota.eval_targets(71176, 10000, splits) == (3000, 7000)
+    assert nota.eval_targets(3559, 500, splits) == (300, 700)
+    assert nota.eval_targets(5, 2, splits) == (1, 1)
+    assert nota.eval_targets(2, 0, splits) == (0, 0)
 
 
-def test_release_export_matches_golden(tmp_path, simulated, spec):
+def test_release_export_matches_golden(tmp_path, simulated):
     run, questions, validations = simulated
-    spec["nota"]["false_negative_rate"] = 1.0
+    spec = cosmos_spec("nota.false_negative_rate=1.0")
     qa = tmp_path / "qa"
-    crowd.import_results(run, questions, validations, qa, spec, scorer=FakeScorer())
+    cosmos.run_hits_import(spec, run, questions, validations, qa, scorer=FakeScorer())
     out = tmp_path / "release"
-    counts = crowd.export_release(qa, out)
+    counts = release.export_release(qa, out)
     assert counts == {"train.csv": 3, "dev.csv": 1, "test.jsonl": 2}
     for name in ("train.csv", "dev.csv", "test.jsonl"):
         assert (out / name).read_text(encoding="utf-8") == (GOLDEN / name).read_text(encoding="utf-8"), name
@@ -241,7 +246,7 @@ def test_release_export_matches_golden(tmp_path, simulated, spec):
 def test_question_hits_export(tmp_path, spec):
     run = tmp_path / "run"
     texts = write_paragraphs(run, 3)
-    n = crowd.export_question_hits(run, tmp_path / "hits.csv", spec)
+    n = crowd.export_question_hits(run, tmp_path / "hits.csv", spec.hits)
     rows = list(csv.DictReader((tmp_path / "hits.csv").open(encoding="utf-8")))
     assert n == 3 and [r["paragraph_id"] for r in rows] == sorted(texts)
     text = rows[0]["instructions"]
@@ -254,25 +259,21 @@ def test_bad_yes_no_value_is_an_error(tmp_path, simulated, spec):
     run, questions, _ = simulated
     bad = write_csv(tmp_path / "bad.csv", [judgement("A1#q1", "V0", paragraph="maybe")])
     with pytest.raises(ValueError, match="paragraph_sensible"):
-        crowd.import_results(run, questions, bad, tmp_path / "qa", spec, scorer=FakeScorer())
+        cosmos.run_hits_import(spec, run, questions, bad, tmp_path / "qa", scorer=FakeScorer())
 
 
 def test_minilm_answer_scorer_ranks_an_unrelated_negative_lowest():
     pytest.importorskip("transformers")
-    from transforms.cosmos.scorers import MiniLMAnswers
-
     scorer = MiniLMAnswers()
     paragraph = "Our flight to Lisbon was cancelled because of the storm, so we slept at the airport."
     question = "Why did they sleep at the airport ?"
     negatives = ["The hotel near the airport was full .", "Penguins eat fish in cold water .",
                  "They wanted to watch the planes ."]
     scores = scorer.score([(paragraph, question, negatives)])[0]
-    assert crowd.weakest_negative(scores) == 1
+    assert nota.weakest_negative(scores) == 1
 
 
 def test_cli_round_trip(tmp_path, simulated):
-    from pipeline.cli import main
-
     run, questions, validations = simulated
     assert main(["cosmos", "hits", "export", str(run), "--output", str(tmp_path / "hits.csv")]) == 0
     qa = tmp_path / "qa"
@@ -281,8 +282,6 @@ def test_cli_round_trip(tmp_path, simulated):
                  "--set", "answer_scorer.name=overlap", "--set", "splits.excellent_workers=[W-EXCELLENT]"]) == 0
     assert main(["cosmos", "export", str(qa), "--output", str(tmp_path / "release")]) == 0
     assert sorted(p.name for p in (tmp_path / "release").iterdir()) == ["dev.csv", "test.jsonl", "train.csv"]
-    from pipeline import cosmos
-
     assert cosmos.is_run(qa)
     text = cosmos.stats(qa)
     assert "unanswerable questions %" in text and "6.7" in text

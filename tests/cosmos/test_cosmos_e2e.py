@@ -7,12 +7,15 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from data_specs import load_spec
+from data_specs import SpecError, load_spec
 from pipeline import cosmos
+from pipeline.cli import main
 from tests.conftest import beam_test_pipeline
-from transforms.core.io import read_table
-from transforms.cosmos.paragraphs import Paragraphs
+from transforms.core.io import read_summary, read_table
+from transforms.core.models import ModelUnavailable
+from transforms.cosmos.paragraphs import Paragraphs, load_sentencizer
 from transforms.cosmos.read import Story
+from transforms.cosmos.scorers import make_coherence_scorer
 from transforms.cosmos.stats import histogram
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cosmos"
@@ -20,8 +23,6 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "cosmos"
 
 @pytest.fixture(scope="module")
 def cosmos_run(tmp_path_factory):
-    from pipeline.cli import main
-
     out = tmp_path_factory.mktemp("cosmos")
     code = main(["cosmos", "paragraphs", "--input", str(DATA / "blogs"),
                  "--input", str(DATA / "stories.jsonl"), "--output", str(out)])
@@ -46,8 +47,6 @@ def test_paragraph_run_outputs(cosmos_run):
 
 
 def test_summary_balances_and_stats(cosmos_run, capsys):
-    from transforms.core.io import read_summary
-
     summary = read_summary(str(cosmos_run / "summary.json"))
     assert all(s["balanced"] for s in summary["stages"].values())
     assert summary["stages"]["sample"]["kept"] == 6
@@ -75,7 +74,8 @@ def test_paragraphs_transform_with_overlap_scorer():
                "Lunch ended before my phone woke up.")
     stories = [Story("s1", "b1", topic_a + topic_b, "t"), Story("s2", "b1", "Too short here.", "t")]
     with beam_test_pipeline() as p:
-        paragraphs, rejects, tallies = p | beam.Create(stories) | Paragraphs(spec)
+        paragraphs, rejects, tallies = p | beam.Create(stories) | Paragraphs(
+            spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed)
         kept = paragraphs | "Texts" >> beam.Map(lambda q: (q.paragraph_id, q.text.split(".")[0]))
         assert_that(kept, equal_to([("s1#p000", "The red kite flew over the red barn"),
                                     ("s1#p003", "My phone battery died at lunch")]), label="Kept")
@@ -84,16 +84,27 @@ def test_paragraphs_transform_with_overlap_scorer():
 
 
 def test_bert_nsp_without_a_path_fails_clearly():
-    from transforms.core.models import ModelUnavailable
-    from transforms.cosmos.scorers import make_coherence_scorer
-
     with pytest.raises(ModelUnavailable, match="model_path"):
-        make_coherence_scorer(load_spec("cosmos", ["coherence.name=bert-nsp"]))
+        make_coherence_scorer(load_spec("cosmos", ["coherence.name=bert-nsp"]).coherence)
     with pytest.raises(ModelUnavailable, match="config.json"):
-        make_coherence_scorer(load_spec("cosmos", ["coherence.name=bert-nsp", "coherence.model_path=/nope"]))
+        make_coherence_scorer(
+            load_spec("cosmos", ["coherence.name=bert-nsp", "coherence.model_path=/nope"]).coherence)
 
 
 def test_histogram_bins():
     assert histogram([30, 39, 40, 150, 151]) == [
         ("30-39", 2), ("40-49", 1), *[(f"{a}-{a + 9}", 0) for a in range(50, 140, 10)],
         ("140-150", 1), ("outside", 1)]
+
+
+@pytest.mark.parametrize("component, pipes", [("senter", ["senter"]), ("parser", ["tok2vec", "parser"])])
+def test_sentencizer_runs_only_the_sentence_component(component, pipes):
+    nlp = load_sentencizer(load_spec("cosmos").sentences.model, component)
+    assert nlp.pipe_names == pipes
+    doc = nlp("The kite flew over the barn. Then it landed on the roof.")
+    assert [s.text for s in doc.sents] == ["The kite flew over the barn.", "Then it landed on the roof."]
+
+
+def test_cosmos_commands_need_a_cosmos_spec():
+    with pytest.raises(SpecError, match="dataset: cosmos"):
+        cosmos.load_cosmos_spec("record")

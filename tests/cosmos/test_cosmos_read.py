@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
 from data_specs import load_spec
@@ -64,9 +65,9 @@ def test_clean_text_entities_and_nbsp():
 def test_read_stories_transform_counts_every_record():
     spec = load_spec("cosmos")
     with beam_test_pipeline() as p:
-        stories, rejects, tallies = p | ReadStories([str(DATA / "blogs")], spec)
-        assert_that(stories | "Ids" >> __import__("apache_beam").Map(lambda s: s.id), equal_to(
+        stories, rejects, tallies = p | ReadStories([str(DATA / "blogs")], spec.input)
+        assert_that(stories | "Ids" >> beam.Map(lambda s: s.id), equal_to(
             ["1000001/0000", "1000001/0001", "1000001/0002", "1000002/0000", "1000002/0001",
              "1000003/0000", "1000003/0001", "1000004/0000"]), label="Stories")
-        assert_that(rejects | "Reasons" >> __import__("apache_beam").Map(lambda r: r.reason),
+        assert_that(rejects | "Reasons" >> beam.Map(lambda r: r.reason),
                     equal_to(["no_posts"]), label="Rejects")

@@ -173,7 +173,7 @@ def test_segment_story_leftover_sentence_is_a_reject():
 
 def test_every_paragraph_within_bounds_on_random_stories():
     rng = random.Random(7)
-    for trial in range(30):
+    for _ in range(30):
         n = rng.randint(1, 25)
         sentences = [sentence(rng.randint(2, 170)) for _ in range(n)]
         gaps = [rng.random() for _ in range(n - 1)]

@@ -47,8 +47,8 @@ def test_protoqa_end_to_end(tmp_path, capsys):
     release = tmp_path / "release"
     assert main(["protoqa", "release", "--input", str(tmp_path / "adj" / "adjudicated.jsonl"),
                  "--output", str(release)]) == 0
-    ids = [json.loads(l)["metadata"]["id"] for name in ("dev.jsonl", "test.jsonl")
-           for l in (release / name).read_text().splitlines()]
+    ids = [json.loads(line)["metadata"]["id"] for name in ("dev.jsonl", "test.jsonl")
+           for line in (release / name).read_text().splitlines()]
     assert sorted(ids) == ["c1", "c2"]
     capsys.readouterr()
     for run_dir in (out, prep, release, tmp_path / "agree"):

@@ -1,6 +1,7 @@
 """ProtoQA question curation: the pure rules and the Beam transform on the invented samples."""
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -13,20 +14,21 @@ from filters.protoqa import (
     coverage_problem,
     excluded_class,
     flag_reason,
-    normalize_answer_text,
     normalize_question,
     omitted,
     same_question,
-    top_k_coverage,
 )
 from tests.conftest import beam_test_pipeline
+from transforms.protoqa.cluster_prep import normalize_answer_text
 from transforms.protoqa.questions import (
     CurateQuestions,
     parse_question,
     pick_question,
+    question_row,
     read_id_list,
     scraped_jsonl,
 )
+from transforms.protoqa.release import top_k_coverage
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "protoqa"
 SPEC = load_spec("protoqa")
@@ -43,7 +45,7 @@ def test_normalize_answer_text_drops_case_punctuation_and_articles():
 
 
 def test_list_question_class():
-    classes = SPEC["questions"]["excluded_classes"]
+    classes = SPEC.questions.excluded_classes
     assert excluded_class("name a vegetable.", classes) == "excluded_list_question"
     assert excluded_class("name a soft drink.", classes) == "excluded_list_question"
     assert excluded_class("name a vegetable kids hate to eat.", classes) is None
@@ -65,7 +67,7 @@ def test_answer_problems():
 
 
 def test_flags_from_list_and_patterns():
-    patterns = SPEC["questions"]["flag_patterns"]
+    patterns = SPEC.questions.flag_patterns
     assert flag_reason("q1", "name a chore husbands skip.", [], patterns) == "gendered"
     assert flag_reason("q2", "name a fruit.", ["q2"], patterns) == "listed"
     assert flag_reason("q3", "name a fruit.", [], patterns) == ""
@@ -109,8 +111,6 @@ def test_read_id_list_formats(tmp_path):
 def test_scraped_jsonl_round_trips_the_format():
     line = (DATA / "scraped.jsonl").read_text(encoding="utf-8").splitlines()[0]
     [question] = parse_question(line)
-    from transforms.protoqa.questions import question_row
-
     assert json.loads(scraped_jsonl(question_row(question, [], {}))) == json.loads(line)
 
 
@@ -119,7 +119,8 @@ def test_curate_questions_transform():
     omitted_ids, omitted_questions = read_id_list(str(DATA / "omitted.jsonl"))
     with beam_test_pipeline() as p:
         rows, rejects, tallies = (p | beam.Create(lines)
-                                  | CurateQuestions(SPEC, omitted_ids, omitted_questions, ["sample_q10"]))
+                                  | CurateQuestions(SPEC.questions, SPEC.seed, omitted_ids, omitted_questions,
+                                                    ["sample_q10"]))
         assert_that(rows | "Ids" >> beam.Map(lambda r: (r["question_id"], r["flag_reason"])),
                     equal_to([("sample_q1", ""), ("sample_q2", ""), ("sample_q4", ""),
                               ("sample_q7", ""), ("sample_q8", ""), ("sample_q9", "gendered"),
@@ -134,7 +135,5 @@ def test_curate_questions_transform():
 
 
 def rejects_id_placeholder() -> str:
-    import hashlib
-
     line = (DATA / "scraped.jsonl").read_text(encoding="utf-8").splitlines()[-1].strip()
     return "line-" + hashlib.sha1(line.encode("utf-8")).hexdigest()[:12]

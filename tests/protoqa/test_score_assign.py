@@ -1,8 +1,9 @@
 """ProtoQA scoring (issue #5): the official evaluator's rules, the CLI, and the reference scores."""
 from __future__ import annotations
 
-import argparse
 import json
+import subprocess
+import sys
 from itertools import product
 from pathlib import Path
 
@@ -10,7 +11,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from pipeline import protoqa as protoqa_cli
+from data_specs import load_spec
+from pipeline.cli import main
 from transforms.protoqa import assign as ps
 from transforms.protoqa import metric as pm
 from transforms.protoqa import wordnet as pw
@@ -18,6 +20,7 @@ from transforms.protoqa import wordnet as pw
 DATA = Path(__file__).resolve().parents[1] / "data" / "protoqa_score"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "samples" / "protoqa"
 REFERENCE = SHARED / "reference_scores"
+SPEC = load_spec("protoqa")
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +35,15 @@ def predictions():
 
 def score(targets, predictions, qid, similarity="exact", **kw):
     return pm.score_question(predictions[qid], targets[qid], similarity=similarity, **kw)
+
+
+def test_scoring_modules_import_without_beam_or_models():
+    code = ("import sys; import transforms.protoqa.metric, transforms.protoqa.wordnet, "
+            "transforms.protoqa.assign, transforms.protoqa.blanc; print(sorted(m for m in "
+            "('apache_beam', 'torch', 'transformers', 'spacy', 'sentence_transformers') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+                            capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
 
 
 # ------------------------------------------------------------------------------------ loading
@@ -140,7 +152,7 @@ def test_tokenizer_without_punkt():
 
 
 def test_partitions():
-    assert len(pw._partitions(3)) == 4 and pw._partitions(0) == (((0, 0),),)
+    assert len(pw.partitions(3)) == 4 and pw.partitions(0) == (((0, 0),),)
     # only the grouping "hot dog" is a WordNet lemma (a synonym of frankfurter)
     assert pw.wordnet_score("hot dog", "frankfurter") == 1.0
     assert pw.wordnet_score("hot", "frankfurter") == 0.0
@@ -211,54 +223,74 @@ def test_fast_wordnet_equals_public_api_transcription(a, b):
 
 
 # ------------------------------------------------------------------------------------- CLI
-def _parse(argv):
-    parser = argparse.ArgumentParser(prog="csdata protoqa")
-    subparsers = parser.add_subparsers(dest="protoqa_command", required=True)
-    protoqa_cli.add_score_commands(subparsers)
-    subparsers.add_parser("other")
-    return parser.parse_args(argv)
-
-
 def test_cli_score_json(capsys, tmp_path):
     per_q = tmp_path / "per_question.json"
-    args = _parse(["score", "--targets", str(DATA / "targets.jsonl"), "--predictions",
-                   str(DATA / "predictions.jsonl"), "--similarity", "wordnet", "--json",
-                   "--per-question", str(per_q)])
-    assert protoqa_cli.run_score_command(args) == 0
+    assert main(["protoqa", "score", "--targets", str(DATA / "targets.jsonl"), "--predictions",
+                 str(DATA / "predictions.jsonl"), "--similarity", "wordnet", "--json",
+                 "--per-question", str(per_q)]) == 0
     means = json.loads(capsys.readouterr().out)
     assert list(means) == pm.metric_names()
     report = json.loads(per_q.read_text())
     assert report["similarity_function"] == "wordnet"
     t2 = report["metrics"]["Max Answers - None"]["per_question"]["t2"]
     assert t2["assignment"]["fridge"] == "t2.0" and t2["assignment"]["knife"] is None
-    assert protoqa_cli.run_score_command(_parse(["other"])) is None
 
 
 def test_cli_score_table(capsys):
-    args = _parse(["score", "--targets", str(DATA / "targets.jsonl"),
-                   "--predictions", str(DATA / "predictions.json")])
-    assert protoqa_cli.run_score_command(args) == 0
+    assert main(["protoqa", "score", "--targets", str(DATA / "targets.jsonl"),
+                 "--predictions", str(DATA / "predictions.json")]) == 0
     assert "Max Incorrect - 3" in capsys.readouterr().out
 
 
-def test_cli_assign_without_embeddings(tmp_path):
+def _assign(tmp_path, *options) -> list:
     out = tmp_path / "assigned.jsonl"
-    args = _parse(["assign", "--targets", str(DATA / "targets.jsonl"), "--answers",
-                   str(DATA / "answers.jsonl"), "--no-embeddings", "--threshold", "0.2",
-                   "--output", str(out)])
-    assert protoqa_cli.run_score_command(args) == 0
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert main(["protoqa", "assign", "--targets", str(DATA / "targets.jsonl"), "--answers",
+                 str(DATA / "answers.jsonl"), "--no-embeddings", "--output", str(out), *options]) == 0
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_cli_assign_without_embeddings(tmp_path):
+    rows = _assign(tmp_path, "--threshold", "0.2")
     assert [r["cluster"] for r in rows] == ["t1.0", "t1.1", "t2.0", None]
     assert all(0.0 <= r["confidence"] <= 1.0 for r in rows)
+
+
+def test_cli_assign_threshold_from_the_spec_and_the_flag_over_it(tmp_path, capsys):
+    by_flag = _assign(tmp_path, "--threshold", "0.2")
+    assert _assign(tmp_path, "--set", "assign.threshold=0.2") == by_flag
+    assert _assign(tmp_path, "--set", "assign.threshold=0.9", "--threshold", "0.2") == by_flag
+    assert [r["cluster"] for r in _assign(tmp_path, "--set", "assign.threshold=1")] == [None] * 4
+    capsys.readouterr()
+    assert main(["protoqa", "assign", "--targets", str(DATA / "targets.jsonl"), "--leave-one-out",
+                 "--no-embeddings", "--threshold", "1.5"]) == 2
+    assert "assign.threshold=1.5" in capsys.readouterr().err
 
 
 def test_assign_helpers_and_leave_one_out(targets):
     assert ps.levenshtein("refridgerator", "refrigerator") == 1
     assert ps.spelling_similarity("", "x") == 0.0 and ps.spelling_similarity("a", "a") == 1.0
     assert ps.lemma_set("the puppies") == frozenset({"puppy"})
-    result = ps.leave_one_out(targets, ps.ClusterAssigner(embedder=None))
+    result = ps.leave_one_out(targets, ps.ClusterAssigner(SPEC.assign, embedder=None))
     assert result["combined"]["n_with_cluster"] == 6 and result["combined"]["n_singleton"] == 4
     assert 0.0 <= result["wordnet_only"]["overall"] <= 1.0
+    assert result["threshold"] == SPEC.assign.threshold
+    # without an embedder the embedding weight is dropped and the others renormalised
+    assert result["weights"]["embedding"] == 0.0
+    assert result["weights"]["lemma"] == pytest.approx(0.2 / 0.4)
+
+
+def test_assigner_takes_weights_threshold_and_partition_limit_from_the_spec():
+    spec = load_spec("protoqa", ["assign.weights.wordnet=1", "assign.weights.embedding=1",
+                                 "assign.weights.lemma=1", "assign.weights.spelling=1",
+                                 "assign.threshold=0.45", "assign.max_partition_pairs=2"])
+    assigner = ps.ClusterAssigner(spec.assign, embedder=lambda texts: np.ones((len(texts), 1)))
+    assert assigner.weights == dict.fromkeys(ps.SIGNALS, 0.25)
+    assert assigner.threshold == 0.45 and assigner.max_partition_pairs == 2
+    # two 3-token strings have 4 x 4 partition pairs: over the limit, the bounded score
+    assert ps.bounded_wordnet_score("big red dog", "large red hound", 16) == \
+        pw.wordnet_score("big red dog", "large red hound")
+    assert ps.bounded_wordnet_score("big red dog", "large red hound", 2) <= \
+        pw.wordnet_score("big red dog", "large red hound")
 
 
 def test_assign_with_fake_embedder(targets):
@@ -268,8 +300,9 @@ def test_assign_with_fake_embedder(targets):
         out = np.array([vectors.get(t, [0, 1]) for t in texts], dtype=float)
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
-    assigner = ps.ClusterAssigner(embedder=embed, weights={"embedding": 1.0, "wordnet": 0,
-                                                           "lemma": 0, "spelling": 0})
+    spec = load_spec("protoqa", ["assign.weights.embedding=1", "assign.weights.wordnet=0",
+                                 "assign.weights.lemma=0", "assign.weights.spelling=0"])
+    assigner = ps.ClusterAssigner(spec.assign, embedder=embed)
     proposal = assigner.assign(targets["t1"], "Hound")
     assert proposal.cluster == "t1.0" and proposal.signals["embedding"] == pytest.approx(1.0)
 

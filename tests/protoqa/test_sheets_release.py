@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 from collections import OrderedDict
@@ -11,20 +12,29 @@ import pytest
 
 from data_specs import load_spec
 from pipeline.protoqa import run_adjudicate, run_release, run_sheets_export, run_sheets_import
+from transforms.core.io import write_rows
 from transforms.protoqa.cluster_prep import (
     IdentityLemmatizer,
     normalize_answers,
     propose_clusters,
     read_crowd_answers,
 )
-from transforms.protoqa.release import coverage_report, dumps_record, split_records
-from transforms.protoqa.sheets import ADJUDICATION_COLUMNS, build_record, read_sheet, record_from_sheet
+from transforms.protoqa.release import coverage_report, dumps_record, filter_coverage, split_records
+from transforms.protoqa.sheets import (
+    ADJUDICATION_COLUMNS,
+    SheetError,
+    adjudication_column,
+    build_record,
+    merge_sheets,
+    read_sheet,
+    record_from_sheet,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "protoqa"
 GOLDEN = DATA / "golden_adjudicated.jsonl"
 SHARED_DEV = Path("/work/shared/samples/protoqa/dev.crowdsourced.jsonl")
 SPEC = load_spec("protoqa", ["answers.proposals.embedder.name=none"])
-INVALID = SPEC["sheets"]["invalid_labels"]
+INVALID = SPEC.sheets.invalid_labels
 
 
 def test_read_crowd_answers_counts_responses():
@@ -43,7 +53,7 @@ def test_proposals_combine_exact_wordnet_and_misspellings():
                            ("sandwhich", 1), ("traffic", 9)])
     normalized = normalize_answers(list(answers), IdentityLemmatizer(), ["a", "an", "the"])
     assert normalized[:2] == ["kids", "kids"]
-    proposals = {p.answer: p for p in propose_clusters(answers, normalized, SPEC)}
+    proposals = {p.answer: p for p in propose_clusters(answers, normalized, SPEC.answers.proposals, SPEC.seed)}
     assert proposals["Kids"].cluster == proposals["the kids"].cluster == proposals["children"].cluster
     assert any(e.startswith("wordnet:") for e in proposals["children"].evidence)
     assert proposals["sandwhich"].cluster == proposals["sandwich"].cluster
@@ -75,8 +85,8 @@ def _sheet(rows):
 
 def test_record_from_sheet_merges_spellings_and_keeps_invalid_in_raw_only():
     rows = [dict(question_id="x1", question="Name a fruit you peel.", answer=a, count=c,
-                 fixed_spelling=f, annotator_a="", annotator_b="", adjudicated=l)
-            for a, c, f, l in [("bananna", 2, "banana", "banana"), ("banana", 5, "banana", "banana"),
+                 fixed_spelling=f, annotator_a="", annotator_b="", adjudicated=label)
+            for a, c, f, label in [("bananna", 2, "banana", "banana"), ("banana", 5, "banana", "banana"),
                                ("orange", 4, "orange", "citrus"), ("lime", 1, "lime", "Citrus"),
                                ("na", 1, "na", "?"), ("rock", 1, "rock", "invalid")]]
     [question], _ = read_sheet(_sheet(rows))
@@ -107,14 +117,12 @@ def test_round_trip_sheets_filled_in_the_test(tmp_path):
     prep_rows = []
     questions, _, _ = read_crowd_answers((DATA / "crowd_answers.csv").read_text())
     for q in questions:
-        normalized = normalize_answers(list(q.counts), IdentityLemmatizer(), SPEC["answers"]["articles"])
-        for p in propose_clusters(q.counts, normalized, SPEC):
+        normalized = normalize_answers(list(q.counts), IdentityLemmatizer(), SPEC.answers.articles)
+        for p in propose_clusters(q.counts, normalized, SPEC.answers.proposals, SPEC.seed):
             prep_rows.append({"question_id": q.question_id, "question": q.question, "answer": p.answer,
                               "count": p.count, "normalized": p.normalized, "proposed_cluster": p.cluster,
                               "proposed_label": p.label, "evidence": list(p.evidence)})
     prep = tmp_path / "prep"
-    from transforms.core.io import write_rows
-
     write_rows(prep_rows, "protoqa", "answers", prep / "answers")
     paths = run_sheets_export(str(prep), str(tmp_path / "sheets"), ["ann1", "ann2"])
     # annotator 1 accepts every proposal; annotator 2 also, but marks rare answers invalid
@@ -146,7 +154,7 @@ def test_round_trip_sheets_filled_in_the_test(tmp_path):
     adjudication.write_text(_sheet(rows))
     summary = run_adjudicate(SPEC, str(adjudication), str(tmp_path / "adj"))
     assert summary["stages"]["adjudicate"]["kept"] == 2
-    records = [json.loads(l) for l in open(tmp_path / "adj" / "adjudicated.jsonl")]
+    records = [json.loads(line) for line in open(tmp_path / "adj" / "adjudicated.jsonl")]
     for record in records:
         proposed = {}
         for r in prep_rows:
@@ -172,20 +180,47 @@ def test_sample_sheets_agreement_and_golden_export(tmp_path):
 
 def test_split_by_hash_is_deterministic_and_scaled():
     records = [{"metadata": {"id": f"q{i}"}} for i in range(10)]
-    splits = split_records(records, 1, 52, 102)
+    paper = SPEC.release.model_copy(update={"dev_size": 52, "test_size": 102})
+    splits = split_records(records, paper, 1)
     assert len(splits["dev"]) == 3 and len(splits["test"]) == 7 and not splits["unsplit"]
-    assert split_records(list(reversed(records)), 1, 52, 102) == splits
-    big = split_records(records, 1, 2, 3)
+    assert split_records(list(reversed(records)), paper, 1) == splits
+    big = split_records(records, load_spec("protoqa", ["release.dev_size=2", "release.test_size=3"]).release, 1)
     assert [len(big[k]) for k in ("dev", "test", "unsplit")] == [2, 3, 5]
+
+
+def test_split_order_is_sha1_of_seed_and_id():
+    records = [{"metadata": {"id": f"q{i}"}} for i in range(20)]
+    release = SPEC.release.model_copy(update={"dev_size": 5, "test_size": 15})
+    splits = split_records(records, release, 2005)
+    expected = sorted(records, key=lambda r: hashlib.sha1(f"2005:{r['metadata']['id']}".encode()).hexdigest())
+    assert splits["dev"] + splits["test"] == expected
+
+
+def test_sheet_column_choices_and_errors():
+    text = _sheet([dict(question_id="x", question="Q", answer="a", count=1, fixed_spelling="a",
+                        annotator_a="k", annotator_b="k", adjudicated="k")])
+    assert adjudication_column(read_sheet(text)[1]) == "adjudicated"
+    with pytest.raises(SheetError, match="use --column"):
+        adjudication_column(["Alice", "Bob"])
+    merged, columns = merge_sheets([text])
+    assert columns == ("annotator_a", "annotator_b") and merged[0].rows[0].labels["annotator_b"] == "k"
+    assert merge_sheets([text, text], ["annotator_b", "adjudicated"])[1] == ("annotator_b", "adjudicated")
+    with pytest.raises(SheetError):
+        merge_sheets([text, text, text])
 
 
 def test_coverage_readings():
     record = build_record("x", "s", "Q", "q", {**{f"a{i}": 10 for i in range(9)}, "bad": 10},
                           [(10, [f"a{i}"]) for i in range(9)])
-    report = coverage_report([record], SPEC)
+    report = coverage_report([record], SPEC.coverage)
     row = report["questions"][0]
     assert (row["all_raw"], row["valid_only"], row["absolute"]) == (80.0, pytest.approx(88.89), 80.0)
     assert report["kept"]["valid_only"]["ids"] == ["x"] and report["kept"]["all_raw"]["count"] == 0
+    kept, rejects = filter_coverage([record], SPEC.coverage)
+    assert not kept and rejects == [{"stage": "coverage", "reason": "low_coverage", "record_id": "x",
+                                     "detail": "top-8 coverage 80.00 (all_raw)"}]
+    valid_only = SPEC.coverage.model_copy(update={"invalid_in_denominator": False})
+    assert filter_coverage([record], valid_only) == ([record], [])
 
 
 @pytest.mark.skipif(not SHARED_DEV.exists(), reason="needs /work/shared/samples/protoqa")

@@ -2,7 +2,7 @@
 import pytest
 
 from transforms.core.models import ModelUnavailable
-from transforms.record.annotate.spacy_ner import SpacyAnnotator, load_spacy
+from transforms.record.annotate.spacy_ner import SpacyAnnotator, load_ner_pipeline
 from transforms.record.annotate.spans import trim_span
 from transforms.record.article import Article, make_split
 
@@ -60,7 +60,12 @@ def test_sentences_of_the_rest_keep_their_characters(annotator):
 
 def test_missing_model_fails_with_a_clear_message():
     with pytest.raises(ModelUnavailable, match="not installed"):
-        load_spacy("xx_no_such_model", "senter")
+        load_ner_pipeline("xx_no_such_model", "senter")
+
+
+def test_a_bad_sentence_splitter_is_rejected():
+    with pytest.raises(ValueError, match="annotator.sentences"):
+        load_ner_pipeline("en_core_web_sm", "sentencizer")
 
 
 class _FailsOnBoom:
@@ -83,18 +88,19 @@ def test_annotate_transform_turns_a_failing_article_into_a_reject():
     import apache_beam as beam
     from apache_beam.testing.util import assert_that, equal_to
 
-    from data_specs import apply_overrides, load_spec
+    from data_specs import load_spec
     from tests.conftest import beam_test_pipeline
     from transforms.record.annotate.stage import ANNOTATORS, Annotate
 
-    ANNOTATORS["fails-on-boom"] = lambda spec: _FailsOnBoom()
-    spec = apply_overrides(load_spec("record"), ["annotator.name=fails-on-boom",
-                                                  "annotator.min_articles_per_call=3"])
+    ANNOTATORS["fails-on-boom"] = lambda annotator, coref: _FailsOnBoom()
+    spec = load_spec("record", ["annotator.min_articles_per_call=3"])
+    # Not a backend the spec allows: registered here, so the section is copied, not validated.
+    annotator = spec.annotator.model_copy(update={"name": "fails-on-boom"})
     splits = [make_split(Article(id=i, paragraphs=("p", "q"), highlights=("h",)), 1, 1)
               for i in ("a", "boom", "c")]
     try:
         with beam_test_pipeline() as p:
-            annotated, rejects, _ = p | beam.Create(splits) | Annotate(spec)
+            annotated, rejects, _ = p | beam.Create(splits) | Annotate(annotator, spec.coref)
             assert_that(annotated | beam.Map(lambda a: a.split.article.id), equal_to(["a", "c"]))
             assert_that(rejects | beam.Map(lambda r: (r.stage, r.reason, r.record_id)),
                         equal_to([("annotate", "annotation_error", "boom")]), label="rejects")

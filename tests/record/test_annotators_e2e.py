@@ -144,8 +144,8 @@ def test_allennlp_predictions_round_trip(tmp_path):
     for story in stories:
         argv += ["--input", str(story)]
     assert main(argv) == 0
-    coref_in = [json.loads(l) for l in (inputs / "coref_input.jsonl").read_text().splitlines()]
-    ner_in = [json.loads(l) for l in (inputs / "ner_input.jsonl").read_text().splitlines()]
+    coref_in = [json.loads(line) for line in (inputs / "coref_input.jsonl").read_text().splitlines()]
+    ner_in = [json.loads(line) for line in (inputs / "ner_input.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in coref_in) == sorted(s.stem for s in stories)
     # The "model": every capitalised word pair is a PER name, all its mentions one cluster.
     names = {}

@@ -13,7 +13,7 @@ stanza = pytest.importorskip("stanza")
 from stanza.models.coref.coref_chain import CorefChain, CorefMention  # noqa: E402
 
 from transforms.core.models import ModelUnavailable  # noqa: E402
-from transforms.record.annotate.backends.stanza_backend import (
+from transforms.record.annotate.backends.stanza_backend import (  # noqa: E402
     StanzaAnnotator,
     check_stanza_resources,
     document_from_stanza,
@@ -33,7 +33,7 @@ SENTENCES = [
 ]
 
 
-def make_document() -> "stanza.Document":
+def make_document() -> stanza.Document:
     sentences, pos = [], 0
     for sentence in SENTENCES:
         tokens = []

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from data_specs import apply_overrides, load_schema, load_spec
+from data_specs import RecordSpec, load_schema, load_spec
 from transforms.core.accounting import format_summary
 from transforms.core.io import read_table
 from transforms.record.crowd import (
@@ -122,8 +122,12 @@ def run_dir(tmp_path_factory) -> Path:
     return run
 
 
-def spec(*overrides: str) -> dict[str, Any]:
-    return apply_overrides(load_spec("record"), ["hits.qc_every=20", *overrides])
+def spec(*overrides: str) -> RecordSpec:
+    return load_spec("record", ["hits.qc_every=20", *overrides])
+
+
+def import_with(run_dir: Path, results: Path, out: Path, record_spec: RecordSpec) -> dict[str, Any]:
+    return import_results(run_dir, results, out, record_spec.hits, record_spec.splits, record_spec.seed)
 
 
 # --------------------------------------------------------------------------- export
@@ -131,7 +135,7 @@ def spec(*overrides: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def hits(run_dir: Path, tmp_path_factory) -> list[dict[str, str]]:
     out = tmp_path_factory.mktemp("hits") / "hits.csv"
-    assert export_hits(run_dir, out, spec()) == 36
+    assert export_hits(run_dir, out, spec().hits) == 36
     with out.open(encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
         assert tuple(reader.fieldnames) == HIT_COLUMNS
@@ -237,7 +241,7 @@ def simulation() -> Simulation:
 def imported(run_dir: Path, simulation: Simulation, tmp_path_factory):
     base = tmp_path_factory.mktemp("imported")
     results = write_results(base / "results.csv", simulation.rows)
-    summary = import_results(run_dir, results, base / "out", spec())
+    summary = import_with(run_dir, results, base / "out", spec())
     return summary, base / "out"
 
 
@@ -329,7 +333,7 @@ def test_dev_test_scaled_sizes_disjoint_by_passage(imported):
     assert targets["validated"] == summary["splits"]["train"]["triples"] + targets["eval_pool"]
     expected = max(1, int(10000 * targets["validated"] / 120730 + 0.5))
     assert targets["dev_target"] == targets["test_target"] == expected
-    dev, test = check_dev_test(out, load_spec("record")["seed"])
+    dev, test = check_dev_test(out, load_spec("record").seed)
     assert summary["stages"]["human_filter"]["rejected"]["not_train_origin_and_not_selected"] > 0
     assert summary["splits"]["dev"]["triples"] == len(dev)
     assert summary["splits"]["test"]["passages"] == len({r["passage_id"] for r in test})
@@ -337,9 +341,9 @@ def test_dev_test_scaled_sizes_disjoint_by_passage(imported):
 
 def test_unscaled_sizes_take_the_whole_pool(run_dir, simulation, tmp_path):
     results = write_results(tmp_path / "results.csv", simulation.rows)
-    summary = import_results(run_dir, results, tmp_path / "out", spec("splits.reference_total=10"))
+    summary = import_with(run_dir, results, tmp_path / "out", spec("splits.reference_total=10"))
     assert summary["targets"]["dev_target"] == 10000
-    dev, test = check_dev_test(tmp_path / "out", load_spec("record")["seed"])
+    dev, test = check_dev_test(tmp_path / "out", load_spec("record").seed)
     assert "not_train_origin_and_not_selected" not in summary["stages"]["human_filter"]["rejected"]
     assert len(dev) + len(test) == summary["targets"]["eval_pool"]
 
@@ -347,7 +351,7 @@ def test_unscaled_sizes_take_the_whole_pool(run_dir, simulation, tmp_path):
 def test_import_is_deterministic(run_dir, imported, simulation, tmp_path):
     _, first = imported
     results = write_results(tmp_path / "results.csv", simulation.rows)
-    import_results(run_dir, results, tmp_path / "out", spec())
+    import_with(run_dir, results, tmp_path / "out", spec())
     second = tmp_path / "out"
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
@@ -368,7 +372,7 @@ def test_submit_time_orders_submissions(run_dir, tmp_path):
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(reversed(rows))
-    import_results(run_dir, path, tmp_path / "out", spec("hits.qc_every=10"))
+    import_with(run_dir, path, tmp_path / "out", spec("hits.qc_every=10"))
     workers = {w["worker_id"]: w for w in csv_rows(tmp_path / "out" / "workers.csv")}
     assert workers[SPAMMER]["blocked_after"] == "10" and workers[HONEST[0]]["accuracy"] == "1.0000"
 
@@ -394,7 +398,7 @@ def test_quality_control_blocks_for_good_and_checks_at_the_end():
 
 
 def test_eval_targets_scale_round_and_floor():
-    splits = load_spec("record")["splits"]
+    splits = load_spec("record").splits
     assert eval_targets(50, 30, splits) == (4, 4)             # 10000 * 50 / 120730 = 4.14
     assert eval_targets(5, 1, splits) == (1, 1)               # rounds to 0: at least one each
     assert eval_targets(5, 0, splits) == (0, 0)

@@ -45,7 +45,7 @@ def test_each_sentence_filter_rejects_with_its_reason():
         sentence(5, "Later that week Quill and Bo Vance told reporters nothing new .",
                  ("Quill", 1), ("Bo Vance", 9)),
     ]
-    results = list(sentence_queries(annotated([GOOD, *cases]), SPEC))
+    results = list(sentence_queries(annotated([GOOD, *cases]), SPEC.query))
     assert isinstance(results[0], list) and len(results[0]) == 1
     assert [r.reason for r in results[1:]] == [
         "too_short", "question", "shares_ngram", "no_entity", "entity_not_in_passage"]
@@ -55,7 +55,7 @@ def test_each_sentence_filter_rejects_with_its_reason():
 def test_shared_entity_names_do_not_count_as_overlap():
     shares_name_only = sentence(
         6, "Reporters later said that Mayor Ada Quill answered every question .", ("Ada Quill", 1))
-    [result] = sentence_queries(annotated([shares_name_only]), SPEC)
+    [result] = sentence_queries(annotated([shares_name_only]), SPEC.query)
     assert isinstance(result, list)  # "mayor ada quill" overlaps only through the entity
 
 
@@ -72,9 +72,9 @@ def test_queries_replace_one_mention_and_list_every_coreferent_answer():
 
 def test_passage_filter_counts_distinct_entities():
     article = annotated([])
-    assert list(filter_passage(article, SPEC)) == [article]
+    assert list(filter_passage(article, SPEC.passage)) == [article]
     few = AnnotatedArticle(article.split, article.passage_entities[:3], ())
-    [reject] = filter_passage(few, SPEC)
+    [reject] = filter_passage(few, SPEC.passage)
     assert isinstance(reject, Reject) and reject.reason == "too_few_entities"
 
 

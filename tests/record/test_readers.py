@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from data_specs import apply_overrides, load_spec
+from data_specs import load_spec
 from transforms.record.readers import make_reader
 from transforms.record.readers.base import Triple, candidates, correct_flags, random_baseline
 
@@ -44,7 +44,7 @@ def test_lexical_reader_learns_and_beats_random():
     rng = random.Random(7)
     train = [triple(i, rng) for i in range(60)]
     test = [triple(i, rng) for i in range(60, 100)]
-    reader = make_reader("lexical", SPEC)
+    reader = make_reader("lexical", SPEC.filter.readers, SPEC.seed)
     model = reader.fit([reader.prepare(t) for t in train])
     answers = reader.predict(model, [reader.prepare(t) for t in test])
     accuracy = sum(a == t.answers[0] for a, t in zip(answers, test)) / len(test)
@@ -57,7 +57,7 @@ def test_lexical_reader_learns_and_beats_random():
 def test_lexical_reader_without_both_classes_ranks_by_frequency():
     rng = random.Random(1)
     t = triple(0, rng)
-    reader = make_reader("lexical", SPEC)
+    reader = make_reader("lexical", SPEC.filter.readers, SPEC.seed)
     no_answers = Triple(**{**t.__dict__, "answers": ("Nobody",)})
     model = reader.fit([reader.prepare(no_answers)])
     [answer] = reader.predict(model, [reader.prepare(t)])
@@ -68,14 +68,14 @@ def test_lexical_reader_without_both_classes_ranks_by_frequency():
 def test_predictions_reader_reads_an_external_file(tmp_path):
     path = tmp_path / "answers.json"
     path.write_text(json.dumps({"q1": "Ada Quill"}))
-    reader = make_reader(f"predictions:{path}", SPEC)
+    reader = make_reader(f"predictions:{path}", SPEC.filter.readers, SPEC.seed)
     assert reader.predict(reader.fit([]), ["q1", "q2"]) == ["Ada Quill", ""]
     with pytest.raises(FileNotFoundError):
-        make_reader(f"predictions:{tmp_path / 'missing.json'}", SPEC)
+        make_reader(f"predictions:{tmp_path / 'missing.json'}", SPEC.filter.readers, SPEC.seed)
     with pytest.raises(ValueError, match="needs a file"):
-        make_reader("predictions", SPEC)
+        make_reader("predictions", SPEC.filter.readers, SPEC.seed)
 
 
 def test_unknown_reader_lists_the_known_ones():
     with pytest.raises(ValueError, match="lexical"):
-        make_reader("san", apply_overrides(SPEC, []))
+        make_reader("san", SPEC.filter.readers, SPEC.seed)

@@ -64,7 +64,7 @@ def test_record_stats_hand_counted(run_dir: Path) -> None:
 
 
 def test_format_table_shows_paper_values(run_dir: Path) -> None:
-    paper = load_spec("record")["paper_table1"]
+    paper = load_spec("record").paper_table1
     table = format_table(record_stats(run_dir), paper)
     assert "169.5" in table and "100730" in table
     lines = table.splitlines()

@@ -7,7 +7,7 @@ Beam counter; the summary counts each stage's input independently of its outcome
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Union
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -63,7 +63,7 @@ def route(stage: str, units: int, outcomes: Iterable[Outcome], kept_counter) -> 
             yield beam.pvalue.TaggedOutput(TALLIES, ((stage, "kept"), 1))
 
 
-class _ApplyStage(beam.DoFn):
+class ApplyStageFn(beam.DoFn):
     """Run a per-element function; route `Reject` results to the tagged rejects output."""
 
     def __init__(self, stage: str, fn: Callable[[Any], Iterable[Outcome]], units: Callable[[Any], int]):
@@ -95,7 +95,7 @@ class Stage(beam.PTransform):
 
     def expand(self, pcoll):
         results = pcoll | "Apply" >> beam.ParDo(
-            _ApplyStage(self._stage, self._fn, self._units)).with_outputs(REJECTS, TALLIES, main="kept")
+            ApplyStageFn(self._stage, self._fn, self._units)).with_outputs(REJECTS, TALLIES, main="kept")
         return results.kept, results[REJECTS], results[TALLIES]
 
 
@@ -132,6 +132,14 @@ class Summarize(beam.PTransform):
         )
 
 
+def stage_entry(n_in: int, kept: int, rejected: Mapping[str, int]) -> dict[str, Any]:
+    """One stage of a summary: in, kept, rejected by reason (sorted), and the in = kept +
+    rejected check. Plain-Python steps (crowd imports, sheets) build their summaries from these."""
+    reasons = dict(sorted(rejected.items()))
+    return {"in": n_in, "kept": kept, "rejected": reasons,
+            "balanced": n_in == kept + sum(reasons.values())}
+
+
 def build_summary(counts: Iterable[tuple[tuple[str, str], int]], order: list[str]) -> dict:
     """Fold `((stage, outcome), n)` counts into the summary dict, stages in pipeline order."""
     stages: dict[str, dict] = {s: {"in": 0, "kept": 0, "rejected": {}} for s in order}
@@ -141,10 +149,7 @@ def build_summary(counts: Iterable[tuple[tuple[str, str], int]], order: list[str
             entry["rejected"][outcome[len("rejected."):]] = n
         else:
             entry[outcome] = n
-    for entry in stages.values():
-        entry["rejected"] = dict(sorted(entry["rejected"].items()))
-        entry["balanced"] = entry["in"] == entry["kept"] + sum(entry["rejected"].values())
-    return {"stages": stages}
+    return {"stages": {stage: stage_entry(e["in"], e["kept"], e["rejected"]) for stage, e in stages.items()}}
 
 
 def format_summary(summary: dict) -> str:

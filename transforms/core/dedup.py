@@ -32,7 +32,7 @@ class MinHasher:
         self.num_perm = num_perm
         self.seed = seed
         self.bands, self.rows = lsh_bands(threshold, num_perm)
-        self._template = None
+        self._template: Any = None
 
     def signature(self, grams: set[bytes]) -> Optional[np.ndarray]:
         from datasketch import MinHash
@@ -76,13 +76,17 @@ def near_duplicates_in_bucket(members: Sequence[Member], threshold: float, max_b
                 break
 
 class SignFn(beam.DoFn):
+    """Emit (band key, (id, signature, payload)) for each LSH band of an element's MinHash."""
+
     def __init__(self, hasher: MinHasher, shingles: Callable[[Any], set[bytes]],
                  key: Callable[[Any], str], payload: Callable[[Any], Any]):
         self._hasher, self._shingles, self._key, self._payload = hasher, shingles, key, payload
 
     def process(self, element: Any) -> Iterator[tuple[str, Member]]:
         signature = self._hasher.signature(self._shingles(element))
-        for band_key in (self._hasher.band_keys(signature) if signature is not None else ()):
+        if signature is None:
+            return
+        for band_key in self._hasher.band_keys(signature):
             yield band_key, (self._key(element), signature, self._payload(element))
 
 def _mark_or_keep(grouped: tuple[str, dict[str, list]], stage: str) -> Iterator[Any]:

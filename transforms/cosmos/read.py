@@ -1,4 +1,5 @@
-"""Reading blog dumps for Cosmos QA: Blog Authorship Corpus files, JSONL rows, text directories.
+"""Reading blog dumps for Cosmos QA (paper §2.1): Blog Authorship Corpus files, JSONL rows, text
+directories.
 
 * Blog Authorship Corpus (Schler et al. 2006): one file per blogger named
   `{blogger id}.{gender}.{age}.{industry}.{sign}.xml`, pseudo-XML `<Blog><date>..</date><post>..
@@ -22,6 +23,7 @@ from typing import IO, Iterator, Sequence, Union
 
 import apache_beam as beam
 
+from data_specs.models import CosmosInputSection
 from transforms.core.accounting import Reject, Stage
 from transforms.core.files import ReadRawRecords, expand_local_inputs
 
@@ -141,12 +143,12 @@ def parse_raw_record(record: RawRecord, drop_tokens: Sequence[str] = (),
 class ReadStories(beam.PTransform):
     """Read stories from files, directories and globs; returns `(stories, rejects, tallies)`."""
 
-    def __init__(self, patterns: Sequence[str], spec: dict):
+    def __init__(self, patterns: Sequence[str], input: CosmosInputSection):  # noqa: A002 (the spec's name)
         super().__init__()
         # A text directory holds one story a file, whatever the file names.
         self._patterns = expand_local_inputs(patterns, suffixes=None)
-        self._drop = tuple(spec["input"]["drop_tokens"] or ())
-        self._unescape = bool(spec["input"]["unescape_html"])
+        self._drop = tuple(input.drop_tokens)
+        self._unescape = input.unescape_html
 
     def expand(self, pbegin):
         drop, unescape = self._drop, self._unescape

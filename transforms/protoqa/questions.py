@@ -4,16 +4,18 @@ read (protoqa-data JSONL rows) -> normalise -> exact duplicates (grouped by norm
 -> near duplicates (MinHash LSH over character shingles, grouped by band bucket) -> excluded
 question classes -> omitted ids / questions -> answer checks -> flag column. Every drop is a
 `Reject` with its stage and reason; the per-element logic is in plain functions below and in
-`filters/protoqa_curation.py`.
+`filters/protoqa.py`.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Iterable, Iterator, Optional, Sequence, Union
+from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
+from data_specs.models import QuestionsSection
 from filters.protoqa import (
     answer_problem,
     excluded_class,
@@ -71,8 +73,6 @@ def read_id_list(path: str) -> tuple[list[str], list[str]]:
     A protoqa-data JSONL file (omitted.jsonl) gives each row's id and normalised question; any
     other file is read as one id per line (`#` comments allowed).
     """
-    from apache_beam.io.filesystems import FileSystems
-
     with FileSystems.open(path) as handle:
         text = handle.read().decode("utf-8")
     ids, questions = [], []
@@ -124,7 +124,8 @@ def _check(stage: str, reason: Optional[str], question: dict, detail: str = ""):
     return [Reject(stage, reason, question["question_id"], detail)] if reason else [question]
 
 
-def question_row(question: dict, flagged_ids: Sequence[str], patterns: dict) -> dict:
+def question_row(question: dict, flagged_ids: Sequence[str],
+                 patterns: Mapping[str, Sequence[str]]) -> dict:
     reason = flag_reason(question["question_id"], question["normalized"], flagged_ids, patterns)
     return {
         "question_id": question["question_id"], "source": question["source"],
@@ -150,25 +151,28 @@ def scraped_jsonl(row: dict) -> str:
 
 
 class CurateQuestions(beam.PTransform):
-    """Lines of protoqa-data JSONL -> (kept question rows, [rejects...], [tallies...])."""
+    """Lines of protoqa-data JSONL -> (kept question rows, [rejects...], [tallies...]).
 
-    def __init__(self, spec: dict, omitted_ids: Sequence[str] = (),
+    `questions` is the spec's `questions` section and `seed` the spec's seed (MinHash).
+    `omitted_ids` / `omitted_questions` (normalised) are dropped besides
+    `questions.omitted_ids`; `flagged_ids` are kept with `flagged` = true.
+    """
+
+    def __init__(self, questions: QuestionsSection, seed: int, omitted_ids: Sequence[str] = (),
                  omitted_questions: Sequence[str] = (), flagged_ids: Sequence[str] = ()):
         super().__init__()
-        self._spec = spec
-        self._omitted_ids = list(spec["questions"].get("omitted_ids") or []) + list(omitted_ids)
+        self._questions = questions
+        self._seed = seed
+        self._omitted_ids = [*questions.omitted_ids, *omitted_ids]
         self._omitted_questions = list(omitted_questions)
         self._flagged_ids = list(flagged_ids)
 
     def expand(self, lines):
-        section = self._spec["questions"]
-        near = section["near_duplicates"]
-        classes = dict(section.get("excluded_classes") or {})
-        patterns = dict(section.get("flag_patterns") or {})
-        min_answers = int(section["answers"]["min_answers"])
-        max_total = section["answers"]["max_total"]
-        max_total = None if max_total is None else int(max_total)
-        default_source = section.get("source_default", "")
+        section = self._questions
+        near = section.near_duplicates
+        classes, patterns = section.excluded_classes, section.flag_patterns
+        min_answers, max_total = section.answers.min_answers, section.answers.max_total
+        default_source = section.source_default
         omitted_ids, omitted_questions = self._omitted_ids, self._omitted_questions
         flagged_ids = self._flagged_ids
         ledger = Ledger()
@@ -181,12 +185,12 @@ class CurateQuestions(beam.PTransform):
                    | "GroupByText" >> beam.GroupByKey())
         questions = collect(grouped | "PickOne" >> Stage(
             DEDUP_EXACT, pick_question, units=lambda g: len(list(g[1]))))
-        if near["enabled"]:
-            size = int(near["shingle_size"])
+        if near.enabled:
+            size = near.shingle_size
             questions = collect(questions | "NearDuplicates" >> DropNearDuplicates(
-                float(near["threshold"]), int(near["num_perm"]), int(self._spec["seed"]),
+                near.threshold, near.num_perm, self._seed,
                 shingles=lambda q: question_shingles(q["normalized"], size),
-                key=lambda q: q["question_id"], stage=DEDUP_NEAR, max_bucket=int(near["max_bucket"]),
+                key=lambda q: q["question_id"], stage=DEDUP_NEAR, max_bucket=near.max_bucket,
                 payload=lambda q: q["normalized"], confirm=same_question))
         else:
             questions = collect(questions | "NoNearDuplicates" >> Stage(DEDUP_NEAR, lambda q: [q]))

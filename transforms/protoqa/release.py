@@ -1,27 +1,18 @@
-"""ProtoQA annotator round trip and release: sheets, BLANC agreement, adjudication, coverage,
-protoqa-data JSONL and the dev/test split. Plain Python: the crowdsourced set is ~150 questions.
+"""ProtoQA release (`csdata protoqa release`): the coverage filter, protoqa-data JSONL and the
+dev / test split of the crowdsourced questions. Plain Python: there are ~150 of them.
 
-Sheet formats (CSV, header row required):
-
-* annotator sheet (`sheets export` writes one per annotator):
-  `question_id, question, answer, count, fixed_spelling, proposed_cluster, annotator_cluster`
-* adjudication sheet (`sheets import` writes it): `question_id, question, answer, count,
-  fixed_spelling, annotator_a, annotator_b, adjudicated`
-* the evaluator's stub sheet (protoqa-evaluator's annotator_sheet_example):
-  `question, answer, fixed_spelling, <annotator A>, <annotator B>, Combined`; the question is
-  given on the first row of each block only, one row per response, and a trailing row of
-  spreadsheet formulas (no answer) is ignored.
-
-Labels in `sheets.invalid_labels` (`?`, `invalid`) mean "no cluster": such answers stay in
-`raw` and out of every cluster, and are not mentions for BLANC.
+The paper keeps a question when its top-k clusters cover MORE than `coverage.min_coverage`
+percent of its answers; the denominator is read three ways (`READINGS`), and the spec picks one
+(`coverage.invalid_in_denominator`). Dev and test are cut from the seeded sha1 order of the ids.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-from typing import Sequence
+from typing import Iterable, Sequence
 
-from filters.protoqa import coverage_problem, top_k_coverage
+from data_specs.models import CoverageSection, ReleaseSection
+from filters.protoqa import coverage_problem
+from transforms.core.hashing import seeded_order
 
 COVERAGE = "coverage"
 
@@ -35,6 +26,13 @@ READINGS = {
     "absolute": "top-k counts as a number of answers (the paper's 'of the 100 answers')",
 }
 
+
+def top_k_coverage(counts: Iterable[int], k: int, denominator: int) -> float:
+    """Percentage of `denominator` answers covered by the `k` largest cluster counts."""
+    top = sum(sorted(counts, reverse=True)[:k])
+    return 100.0 * top / denominator if denominator else 0.0
+
+
 def coverages(record: dict, top_k: int) -> dict[str, float]:
     """A record's top-k coverage under each reading of the paper's rule."""
     counts = [c["count"] for c in record["answers"]["clusters"].values()]
@@ -43,13 +41,17 @@ def coverages(record: dict, top_k: int) -> dict[str, float]:
             "valid_only": top_k_coverage(counts, top_k, record["num"]["answers"]),
             "absolute": float(sum(sorted(counts, reverse=True)[:top_k]))}
 
-def spec_reading(spec: dict) -> str:
-    return "all_raw" if spec["coverage"]["invalid_in_denominator"] else "valid_only"
 
-def coverage_report(records: Sequence[dict], spec: dict) -> dict:
+def spec_reading(coverage: CoverageSection) -> str:
+    """The reading of `READINGS` the spec's `coverage` section asks for."""
+    return "all_raw" if coverage.invalid_in_denominator else "valid_only"
+
+
+def coverage_report(records: Sequence[dict], coverage: CoverageSection) -> dict:
     """Which questions each reading keeps (coverage MORE than min_coverage), and the spec's."""
-    top_k, minimum = int(spec["coverage"]["top_k"]), float(spec["coverage"]["min_coverage"])
-    rows, kept = [], {name: [] for name in READINGS}
+    top_k, minimum = coverage.top_k, coverage.min_coverage
+    rows: list[dict] = []
+    kept: dict[str, list[str]] = {name: [] for name in READINGS}
     for record in records:
         values = coverages(record, top_k)
         qid = record["metadata"]["id"]
@@ -60,21 +62,38 @@ def coverage_report(records: Sequence[dict], spec: dict) -> dict:
             if coverage_problem(value, minimum) is None:
                 kept[name].append(qid)
     return {"top_k": top_k, "min_coverage": minimum, "rule": "keep when coverage > min_coverage",
-            "spec_reading": spec_reading(spec), "readings": READINGS,
+            "spec_reading": spec_reading(coverage), "readings": READINGS,
             "kept": {name: {"count": len(ids), "ids": ids} for name, ids in kept.items()},
             "dropped": {name: [r["question_id"] for r in rows if r["question_id"] not in set(kept[name])]
                         for name in READINGS},
             "questions": rows}
 
-def split_records(records: Sequence[dict], seed: int, dev_size: int, test_size: int
+
+def filter_coverage(records: Sequence[dict], coverage: CoverageSection) -> tuple[list[dict], list[dict]]:
+    """(kept records, reject rows) of the coverage rule under the spec's reading."""
+    reading = spec_reading(coverage)
+    kept, rejects = [], []
+    for record in records:
+        value = coverages(record, coverage.top_k)[reading]
+        reason = coverage_problem(value, coverage.min_coverage)
+        if reason:
+            rejects.append({"stage": COVERAGE, "reason": reason, "record_id": record["metadata"]["id"],
+                            "detail": f"top-{coverage.top_k} coverage {value:.2f} ({reading})"})
+        else:
+            kept.append(record)
+    return kept, rejects
+
+
+def split_records(records: Sequence[dict], release: ReleaseSection, seed: int
                   ) -> dict[str, list[dict]]:
     """Dev / test by sha1(seed:id) order: the first share to dev, the next to test.
 
-    With fewer questions than dev_size + test_size the dev share is round(n * dev / (dev+test));
-    with more, the remainder is `unsplit`. Within a split, records are in hash order.
+    With fewer questions than release.dev_size + test_size the dev share is
+    round(n * dev / (dev+test)); with more, the remainder is `unsplit`. Within a split, records
+    are in hash order.
     """
-    ordered = sorted(records, key=lambda r: hashlib.sha1(
-        f"{seed}:{r['metadata']['id']}".encode("utf-8")).hexdigest())
+    dev_size, test_size = release.dev_size, release.test_size
+    ordered = seeded_order(records, seed, key=lambda r: r["metadata"]["id"])
     n = len(ordered)
     if n <= dev_size + test_size:
         n_dev = round(n * dev_size / (dev_size + test_size)) if dev_size + test_size else 0
@@ -84,16 +103,20 @@ def split_records(records: Sequence[dict], seed: int, dev_size: int, test_size: 
     return {"dev": ordered[:n_dev], "test": ordered[n_dev:n_dev + n_test],
             "unsplit": ordered[n_dev + n_test:]}
 
+
 def dumps_record(record: dict) -> str:
     """One JSONL line as protoqa-data writes it (json.dumps defaults: ASCII escapes, ', ' and ': ')."""
     return json.dumps(record)
 
 
 def read_text(path: str) -> str:
+    """A local text file (a UTF-8 byte-order mark, as spreadsheet exports write, is dropped)."""
     with open(path, encoding="utf-8-sig") as handle:
         return handle.read()
 
+
 def read_records(paths: Sequence[str]) -> list[dict]:
+    """The protoqa-data records of JSONL files, in file and line order."""
     records = []
     for path in paths:
         for line in read_text(path).splitlines():

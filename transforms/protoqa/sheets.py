@@ -1,5 +1,5 @@
-"""ProtoQA annotator round trip and release: sheets, BLANC agreement, adjudication, coverage,
-protoqa-data JSONL and the dev/test split. Plain Python: the crowdsourced set is ~150 questions.
+"""ProtoQA annotator round trip (`csdata protoqa sheets ...`): sheets, BLANC agreement and
+adjudication into protoqa-data records. Plain Python: the crowdsourced set is ~150 questions.
 
 Sheet formats (CSV, header row required):
 
@@ -25,6 +25,7 @@ from typing import Iterable, Optional, Sequence
 
 from filters.protoqa import normalize_question
 from transforms.core.accounting import Reject
+from transforms.core.errors import UserError
 from transforms.protoqa.blanc import LinkCounts, blanc_from_counts, link_counts
 from transforms.protoqa.cluster_prep import question_id_for
 
@@ -36,11 +37,19 @@ ADJUDICATION_COLUMNS = ["question_id", "question", "answer", "count", "fixed_spe
                         "annotator_a", "annotator_b", "adjudicated"]
 
 
+DISAGREEMENT_COLUMNS = ["question_id", "question", "answer", "count", "annotator_a", "annotator_b",
+                        "kind"]
+
+
+# The label column `sheets adjudicate` reads when none is named, in order of preference.
+ADJUDICATED_COLUMNS = ("adjudicated", "annotator_cluster", "Combined")
+
+
 ADJUDICATE = "adjudicate"
 
 
-class SheetError(ValueError):
-    """A sheet is malformed or incomplete."""
+class SheetError(UserError, ValueError):
+    """A sheet is malformed or incomplete (or a column the command needs is not in it)."""
 
 
 @dataclass
@@ -94,11 +103,14 @@ def read_sheet(text: str, question_ids: Optional[dict[str, str]] = None
     known = {"question_id", "question", "answer", "count", "fixed_spelling", "fixed spelling",
              "proposed_cluster", "proposed cluster"}
     label_columns = [h for h, low in zip(header, lower) if low not in known and h]
-    questions: "OrderedDict[str, SheetQuestion]" = OrderedDict()
+    questions: OrderedDict[str, SheetQuestion] = OrderedDict()
     current_question, current_id = "", ""
-    for cells in reader:
-        cells = cells + [""] * (len(header) - len(cells))
-        get = lambda name: cells[col[name]].strip() if name in col else ""  # noqa: E731
+    for row_cells in reader:
+        cells = row_cells + [""] * (len(header) - len(row_cells))
+
+        def get(name: str, cells: list[str] = cells) -> str:
+            return cells[col[name]].strip() if name in col else ""
+
         question = get("question")
         if question:
             current_question = question
@@ -234,6 +246,31 @@ def merge_annotators(sheet_a: Sequence[SheetQuestion], column_a: str,
     return merged
 
 
+def merge_sheets(texts: Sequence[str], columns: Optional[Sequence[str]] = None
+                 ) -> tuple[list[SheetQuestion], tuple[str, str]]:
+    """Both annotators' labels (`merge_annotators`) from two sheets or one with two label columns.
+
+    Two sheets: each one's `columns` entry, else its `annotator_cluster` column, else its first
+    label column. One sheet: `columns`, else its first two label columns. Returns the merged
+    questions and the two columns read.
+    """
+    if len(texts) == 2:
+        (qa, cols_a), (qb, cols_b) = (read_sheet(text) for text in texts)
+        col_a = columns[0] if columns else ("annotator_cluster" if "annotator_cluster" in cols_a else cols_a[0])
+        col_b = columns[1] if columns else ("annotator_cluster" if "annotator_cluster" in cols_b else cols_b[0])
+        return merge_annotators(qa, col_a, qb, col_b), (col_a, col_b)
+    if len(texts) == 1:
+        questions, cols = read_sheet(texts[0])
+        if columns:
+            col_a, col_b = columns
+        elif len(cols) >= 2:
+            col_a, col_b = cols[0], cols[1]
+        else:
+            raise SheetError("a single sheet needs two annotator columns (see --columns)")
+        return merge_annotators(questions, col_a, questions, col_b), (col_a, col_b)
+    raise SheetError("give one sheet with two annotator columns, or two sheets")
+
+
 def adjudication_rows(questions: Sequence[SheetQuestion], invalid_labels: Sequence[str]) -> list[dict]:
     """The adjudication sheet: `adjudicated` pre-filled where A and B agree, empty elsewhere."""
     rows = []
@@ -255,7 +292,7 @@ def adjudication_rows(questions: Sequence[SheetQuestion], invalid_labels: Sequen
 
 
 def build_record(question_id: str, source: str, original: str, normalized: str,
-                 raw: "Sequence[tuple[str, int]] | dict", clusters: Sequence[tuple[int, Sequence[str]]]) -> dict:
+                 raw: Sequence[tuple[str, int]] | dict, clusters: Sequence[tuple[int, Sequence[str]]]) -> dict:
     """One protoqa-data row: clusters in descending count order (stable for ties), numbered
     `<id>.<n>`; `num.answers` is the sum of cluster counts. Invalid answers appear in `raw` only.
     """
@@ -272,7 +309,7 @@ def build_record(question_id: str, source: str, original: str, normalized: str,
 
 
 def record_from_sheet(question: SheetQuestion, column: str, invalid_labels: Sequence[str],
-                      source: str) -> "dict | Reject":
+                      source: str) -> dict | Reject:
     """A protoqa-data record from one question's adjudicated labels.
 
     `raw` sums counts per fixed spelling (sheet order); a cluster's count is the sum of its
@@ -283,8 +320,8 @@ def record_from_sheet(question: SheetQuestion, column: str, invalid_labels: Sequ
     if missing:
         return Reject(ADJUDICATE, "unadjudicated", question.question_id,
                       f"{len(missing)} answers without a label, e.g. {missing[0]!r}")
-    raw: "OrderedDict[str, int]" = OrderedDict()
-    clusters: "OrderedDict[str, list]" = OrderedDict()
+    raw: OrderedDict[str, int] = OrderedDict()
+    clusters: OrderedDict[str, list] = OrderedDict()
     for row in question.rows:
         raw[row.fixed] = raw.get(row.fixed, 0) + row.count
         label = row.labels[column]
@@ -299,3 +336,25 @@ def record_from_sheet(question: SheetQuestion, column: str, invalid_labels: Sequ
     return build_record(question.question_id, source, question.question,
                         normalize_question(question.question), raw,
                         [(count, answers) for count, answers in clusters.values()])
+
+
+def adjudication_column(columns: Sequence[str]) -> str:
+    """The first of `ADJUDICATED_COLUMNS` among a sheet's label columns."""
+    column = next((c for c in ADJUDICATED_COLUMNS if c in columns), None)
+    if column is None:
+        raise SheetError(f"no adjudicated / annotator_cluster / Combined column in {list(columns)}; "
+                         f"use --column")
+    return column
+
+
+def adjudicate(questions: Sequence[SheetQuestion], column: str, invalid_labels: Sequence[str],
+               source: str) -> tuple[list[dict], list[Reject]]:
+    """(protoqa-data records, rejects) of every question's adjudicated labels (`record_from_sheet`)."""
+    records, rejects = [], []
+    for question in questions:
+        result = record_from_sheet(question, column, invalid_labels, source)
+        if isinstance(result, Reject):
+            rejects.append(result)
+        else:
+            records.append(result)
+    return records, rejects

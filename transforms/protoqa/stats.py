@@ -1,23 +1,14 @@
-"""`csdata protoqa ...`: ProtoQA (Boratko et al. 2020) question curation, answer-clustering prep,
-the annotator round trip (sheets, BLANC agreement, adjudication) and the release.
-
-    csdata protoqa questions --input scraped.jsonl --output out/protoqa [--omitted omitted.jsonl]
-    csdata protoqa cluster-prep --answers crowd.csv --output out/protoqa-prep
-    csdata protoqa sheets export --prep out/protoqa-prep --output out/sheets
-    csdata protoqa sheets import --sheet out/sheets/sheet_A.csv --sheet out/sheets/sheet_B.csv --output out/agree
-    csdata protoqa sheets adjudicate --sheet out/agree/adjudication.csv --output out/adjudicated
-    csdata protoqa release --input out/adjudicated/adjudicated.jsonl --output out/protoqa-release
-    csdata stats out/protoqa-release
-
-Only `questions` runs on Beam (corpus scale); the rest handle ~100 answers per question for
-~150 questions and run in plain Python.
+"""`csdata stats` for ProtoQA runs and the reports the commands print: cluster statistics
+(cf. the paper's Figure 2), BLANC agreement and the coverage-rule readings.
 """
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
+from transforms.core.io import read_table
 from transforms.protoqa.cluster_prep import read_prep
 from transforms.protoqa.release import read_records
 
@@ -25,8 +16,6 @@ from transforms.protoqa.release import read_records
 def cluster_counts(path: Path, command: str) -> tuple[str, list[list[int]]]:
     """(what, per question the list of cluster counts) of a run."""
     if command == "questions":
-        from transforms.core.io import read_table
-
         rows = read_table(path, "questions", ["answers"]).to_pylist()
         return "scraped questions (one string per cluster)", [[a["count"] for a in r["answers"]] for r in rows]
     if command == "cluster-prep":
@@ -40,6 +29,7 @@ def cluster_counts(path: Path, command: str) -> tuple[str, list[list[int]]]:
     return f"{command}: {', '.join(Path(f).name for f in files)}", [
         [c["count"] for c in r["answers"]["clusters"].values()] for r in records]
 
+
 def _histogram(values: Sequence[int], bins: Sequence[tuple[int, int]], label: str, width: int = 40) -> list[str]:
     counts = [sum(lo <= v <= hi for v in values) for lo, hi in bins]
     top = max(counts) if counts and max(counts) else 1
@@ -49,9 +39,9 @@ def _histogram(values: Sequence[int], bins: Sequence[tuple[int, int]], label: st
         lines.append(f"  {name:>7} | {'#' * round(width * n / top):<{width}} {n}")
     return lines
 
-def stats_from_counts(what: str, per_question: list[list[int]], top_k: int = 8) -> str:
-    import statistics
 
+def stats_from_counts(what: str, per_question: list[list[int]], top_k: int = 8) -> str:
+    """Clusters per question, answers per cluster, top-k coverage and their histograms."""
     per_question = [c for c in per_question if c]
     if not per_question:
         return f"ProtoQA {what}: no questions"
@@ -74,4 +64,34 @@ def stats_from_counts(what: str, per_question: list[list[int]], top_k: int = 8) 
     lines += _histogram([int(v) for v in coverage],
                         [(0, 59), (60, 69), (70, 79), (80, 84), (85, 89), (90, 94), (95, 99), (100, 10 ** 6)],
                         f"top-{top_k} coverage per question (% of its answers)")
+    return "\n".join(lines)
+
+
+def format_agreement(result: dict) -> str:
+    """The BLANC table of `sheets import` (per question, then macro and micro)."""
+    lines = [f"BLANC between {result['annotators'][0]} and {result['annotators'][1]} "
+             f"(mentions: {result['mentions']}; x100)",
+             f"{'question':<16}{'BLANC':>8}{'R':>8}{'P':>8}{'clusters':>10}"]
+    for qid, entry in result["per_question"].items():
+        lines.append(f"{qid:<16}{entry['blanc']:>8.2f}{entry['recall']:>8.2f}{entry['precision']:>8.2f}"
+                     f"{entry['clusters_a']:>5}/{entry['clusters_b']:<4}")
+    lines.append(f"overall: macro {result['macro_blanc']:.2f}, micro {result['micro_blanc']:.2f} "
+                 f"over {result['questions']} questions (paper: {result.get('paper_blanc')})")
+    if "disagreements" in result:
+        lines.append(f"{result['disagreements']} answers to adjudicate (disagreements.csv)")
+    return "\n".join(lines)
+
+
+def format_coverage(report: dict) -> str:
+    """What each reading of the coverage rule keeps and drops (`coverage_report`)."""
+    lines = [f"top-{report['top_k']} coverage rule: keep when coverage > {report['min_coverage']:g} "
+             f"(spec reading: {report['spec_reading']})"]
+    n = len(report["questions"])
+    for name, text in report["readings"].items():
+        dropped = report["dropped"][name]
+        mark = "  <- spec" if name == report["spec_reading"] else ""
+        lines.append(f"  {name:<11} keeps {report['kept'][name]['count']:>4} / {n}  "
+                     f"({text}){mark}")
+        if dropped:
+            lines.append(f"              drops: {', '.join(dropped)}")
     return "\n".join(lines)

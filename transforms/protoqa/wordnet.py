@@ -29,14 +29,13 @@ no string or synset anywhere is rejected by one set intersection before any part
 """
 from __future__ import annotations
 
-import io
 import os
 import re
 import warnings
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import product
-from pathlib import Path
 from typing import FrozenSet, Iterable, List, Sequence, Tuple
+
 from data_specs import SPEC_DIR
 
 STOPWORDS_PATH = SPEC_DIR / "nltk_english_stopwords.txt"
@@ -82,14 +81,14 @@ def split_sentences(text: str) -> List[str]:
     return [s for s in sentences if s]
 
 
-@lru_cache(maxsize=None)
+@cache
 def tokenize(text: str) -> Tuple[str, ...]:
     """``nltk.word_tokenize(text)`` without Punkt: NLTK's Treebank tokenizer per sentence."""
     tokenizer = _word_tokenizer()
     return tuple(tok for sent in split_sentences(text) for tok in tokenizer.tokenize(sent))
 
 
-@lru_cache(maxsize=None)
+@cache
 def content_tokens(text: str) -> Tuple[str, ...]:
     """Tokens of `text` minus the stopwords (case-sensitive, as the official code)."""
     stop = stopwords()
@@ -120,7 +119,7 @@ def _fast_reader():
         def open(self, file):  # noqa: A003 - same name as the base method
             if root_dir is None or file.startswith("data."):
                 return super().open(file)
-            return io.open(os.path.join(root_dir, file), encoding="utf8")
+            return open(os.path.join(root_dir, file), encoding="utf8")
 
         def map_wn(self, version="wordnet"):
             return None
@@ -145,7 +144,7 @@ def wordnet():
     return _WORDNET
 
 
-@lru_cache(maxsize=None)
+@cache
 def synset_names(group: str) -> FrozenSet[str]:
     """Names of ``wn.synsets(group.replace(" ", "_"))`` (public API; slow: builds Synsets)."""
     if not group:
@@ -153,7 +152,7 @@ def synset_names(group: str) -> FrozenSet[str]:
     return frozenset(s.name() for s in wordnet().synsets(group.replace(" ", "_")))
 
 
-@lru_cache(maxsize=None)
+@cache
 def synset_keys(group: str) -> FrozenSet[str]:
     """Identities of ``wn.synsets(group.replace(" ", "_"))`` as ``"{pos}{offset}"`` strings.
 
@@ -183,8 +182,8 @@ def groups_match(a: str, b: str) -> bool:
     return a == b or not synset_keys(a).isdisjoint(synset_keys(b))
 
 
-@lru_cache(maxsize=None)
-def _partitions(n: int) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
+@cache
+def partitions(n: int) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
     """All partitions of range(n) into contiguous spans; n = 0 gives the one empty span."""
     if n == 0:
         return (((0, 0),),)
@@ -204,7 +203,7 @@ def _spans(n: int) -> List[Tuple[int, int]]:
     return [(0, 0)] if n == 0 else [(i, j) for i in range(n) for j in range(i + 1, n + 1)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def span_keys(tokens: Tuple[str, ...]) -> FrozenSet[str]:
     """Every group string and synset name reachable from a contiguous span of `tokens`.
 
@@ -218,7 +217,7 @@ def span_keys(tokens: Tuple[str, ...]) -> FrozenSet[str]:
     return frozenset(keys)
 
 
-def _max_matching(edges: Sequence[Sequence[int]], n_right: int) -> int:
+def max_matching(edges: Sequence[Sequence[int]], n_right: int) -> int:
     """Size of a maximum bipartite matching (Kuhn's augmenting paths; graphs here are tiny)."""
     match_right = [-1] * n_right
 
@@ -240,12 +239,12 @@ def _partition_pairs(a: Tuple[str, ...], b: Tuple[str, ...]):
     group_a = {s: " ".join(a[s[0]:s[1]]) for s in spans_a}
     group_b = {s: " ".join(b[s[0]:s[1]]) for s in spans_b}
     match = {(sa, sb) for sa in spans_a for sb in spans_b if groups_match(group_a[sa], group_b[sb])}
-    for pa, pb in product(_partitions(len(a)), _partitions(len(b))):
+    for pa, pb in product(partitions(len(a)), partitions(len(b))):
         edges = [[j for j, sb in enumerate(pb) if (sa, sb) in match] for sa in pa]
-        yield _max_matching(edges, len(pb)), max(len(pa), len(pb))
+        yield max_matching(edges, len(pb)), max(len(pa), len(pb))
 
 
-@lru_cache(maxsize=None)
+@cache
 def token_score(a: Tuple[str, ...], b: Tuple[str, ...]) -> float:
     """The exact WordNet score of two content-token tuples (rules 2-5 of the module doc)."""
     if a == b:
@@ -260,7 +259,7 @@ def token_score(a: Tuple[str, ...], b: Tuple[str, ...]) -> float:
     return best
 
 
-@lru_cache(maxsize=None)
+@cache
 def token_match(a: Tuple[str, ...], b: Tuple[str, ...]) -> bool:
     """Whether ``round(token_score(a, b)) == 1`` (round half to even, so 0.5 gives False).
 

@@ -53,6 +53,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
+from data_specs.models import RecordHitsSection, RecordSplitsSection
 from transforms.core.io import read_table, write_json, write_rows
 from transforms.record.metric import is_correct, normalize_answer
 from transforms.record.readers.base import merge_candidates
@@ -150,14 +151,14 @@ def _load_run(run_dir: PathLike) -> tuple[dict[str, dict], list[dict], int]:
     return passages, triples, excluded
 
 
-def export_hits(run_dir: PathLike, out_csv_path: PathLike, spec: Mapping[str, Any]) -> int:
+def export_hits(run_dir: PathLike, out_csv_path: PathLike, hits: RecordHitsSection) -> int:
     """Write the crowd-task CSV (UTF-8, header row) for every triple of a filter run; return rows written.
 
     Triples whose passage is missing from `passages/` cannot be shown and are skipped with a
     warning (`import_results` rejects them as `passage_missing`).
     """
     passages, triples, _ = _load_run(run_dir)
-    display = str(spec["hits"]["placeholder_display"])
+    display = hits.placeholder_display
     out = Path(out_csv_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     written = 0
@@ -315,21 +316,21 @@ def tally_triples(submissions: Iterable[Submission], workers: Mapping[str, Worke
     return tallies
 
 
-def passage_hash(seed: Any, passage_id: str) -> str:
+def passage_hash(seed: int, passage_id: str) -> str:
     """The dev/test draw order of a passage: sha1 of f"{seed}:{passage_id}" (hex)."""
-    return hashlib.sha1(f"{seed}:{passage_id}".encode("utf-8")).hexdigest()
+    return hashlib.sha1(f"{seed}:{passage_id}".encode()).hexdigest()
 
 
-def eval_targets(validated: int, pool: int, splits: Mapping[str, Any]) -> tuple[int, int]:
+def eval_targets(validated: int, pool: int, splits: RecordSplitsSection) -> tuple[int, int]:
     """Dev and test sizes: the spec's, scaled by validated/reference_total when below 1, >= 1 each."""
-    ratio = min(1.0, validated / splits["reference_total"]) if splits["reference_total"] else 1.0
+    ratio = min(1.0, validated / splits.reference_total)
     floor = 1 if pool else 0
-    dev = max(floor, math.floor(splits["dev_size"] * ratio + 0.5))
-    test = max(floor, math.floor(splits["test_size"] * ratio + 0.5))
+    dev = max(floor, math.floor(splits.dev_size * ratio + 0.5))
+    test = max(floor, math.floor(splits.test_size * ratio + 0.5))
     return dev, test
 
 
-def draw_eval(pool: Mapping[str, Sequence[dict]], seed: Any, dev_target: int,
+def draw_eval(pool: Mapping[str, Sequence[dict]], seed: int, dev_target: int,
               test_target: int) -> tuple[list[dict], list[dict], list[dict]]:
     """Split eval passages (whole) between dev and test in hash order; return dev, test, not selected."""
     chosen: dict[str, list[dict]] = {"dev": [], "test": []}
@@ -363,7 +364,7 @@ def _validated_row(query: Mapping[str, Any], tally: Tally) -> dict[str, Any]:
 
 
 def _screen(query: dict, passage: Optional[Mapping[str, Any]], tally: Optional[Tally],
-            splits: Mapping[str, Any]) -> tuple[str, Union[dict, str]]:
+            splits: RecordSplitsSection) -> tuple[str, Union[dict, str]]:
     """`("train" | "eval", row)` for a validated triple, else `("reject", reason + detail)`."""
     if passage is None:
         return "reject", _reject(query, PASSAGE_MISSING, query["passage_id"])
@@ -371,8 +372,8 @@ def _screen(query: dict, passage: Optional[Mapping[str, Any]], tally: Optional[T
         return "reject", _reject(query, NO_JUDGEMENTS, "")
     if not tally.workers:
         return "reject", _reject(query, BLOCKED_ONLY, f"{tally.blocked_submissions} blocked submissions")
-    train_origin = passage["split"] == splits["train_from"]
-    need = splits["train_min_correct"] if train_origin else splits["eval_min_correct"]
+    train_origin = passage["split"] == splits.train_from
+    need = splits.train_min_correct if train_origin else splits.eval_min_correct
     if len(tally.correct) < need:
         role = "train" if train_origin else "dev/test"
         detail = f"{len(tally.correct)} correct of {len(tally.workers)} < {need} needed for {role}"
@@ -381,9 +382,9 @@ def _screen(query: dict, passage: Optional[Mapping[str, Any]], tally: Optional[T
 
 
 def assign_splits(triples: Sequence[dict], passages: Mapping[str, dict], tallies: Mapping[str, Tally],
-                  spec: Mapping[str, Any]) -> Outcome:
-    """Validate every triple and place it in train, dev, test or the rejects."""
-    splits = spec["splits"]
+                  splits: RecordSplitsSection, seed: int) -> Outcome:
+    """Validate every triple and place it in train, dev, test or the rejects (the dev/test
+    draw ordered by `seed`)."""
     outcome = Outcome()
     pool: dict[str, list[dict]] = {}
     for query in triples:
@@ -398,7 +399,7 @@ def assign_splits(triples: Sequence[dict], passages: Mapping[str, dict], tallies
     pool_size = sum(len(rows) for rows in pool.values())
     validated = len(outcome.splits["train"]) + pool_size
     dev_target, test_target = eval_targets(validated, pool_size, splits)
-    dev, test, rest = draw_eval(pool, spec["seed"], dev_target, test_target)
+    dev, test, rest = draw_eval(pool, seed, dev_target, test_target)
     outcome.splits["dev"] = [{**row, "split": "dev"} for row in dev]
     outcome.splits["test"] = [{**row, "split": "test"} for row in test]
     outcome.rejects.extend(_reject(row, NOT_SELECTED, f"{row['correct_answers']} correct; dev/test full")
@@ -468,7 +469,7 @@ def build_summary(inputs: int, excluded: int, outcome: Outcome, submissions: Seq
 
 
 def import_results(run_dir: PathLike, results_csv_path: PathLike, output_dir: PathLike,
-                   spec: Mapping[str, Any]) -> dict[str, Any]:
+                   hits: RecordHitsSection, splits: RecordSplitsSection, seed: int) -> dict[str, Any]:
     """Quality-control worker results, validate triples, draw the splits and write everything.
 
     Writes `train/`, `dev/`, `test/` (schema `validated_queries`), `passages/`, `rejects/`
@@ -483,10 +484,9 @@ def import_results(run_dir: PathLike, results_csv_path: PathLike, output_dir: Pa
         options = tuple(o.text for o in candidate_options(passage["entities"])) if passage else ()
         keys[q["query_id"]] = TripleKey(options, tuple(answer_texts(q)))
     submissions, unknown = judge(read_results(results_csv_path), keys)
-    hits = spec["hits"]
-    workers, checkpoints = run_quality_control(submissions, int(hits["qc_every"]),
-                                               float(hits["min_accuracy"]), int(hits["min_judged"]))
-    outcome = assign_splits(triples, passages, tally_triples(submissions, workers), spec)
+    workers, checkpoints = run_quality_control(submissions, hits.qc_every, hits.min_accuracy,
+                                               hits.min_judged)
+    outcome = assign_splits(triples, passages, tally_triples(submissions, workers), splits, seed)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     _write_outputs(out, passages, outcome, submissions, workers)

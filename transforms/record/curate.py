@@ -12,6 +12,7 @@ from typing import Iterable, Iterator, Optional, Union
 
 import apache_beam as beam
 
+from data_specs.models import PassageSection
 from filters import record as record_filters
 from filters.text import tokenize
 from transforms.core.accounting import Reject, Stage
@@ -19,9 +20,6 @@ from transforms.record.annotation import AnnotatedArticle
 from transforms.record.article import SPLIT_STRATEGIES, Article, PassageSplit
 
 DEDUP_ID = "dedup_exact"
-
-
-
 
 SPLIT = "passage_split"
 
@@ -83,28 +81,29 @@ def split_article(article: Article, strategy: str, min_tokens: int,
     return [split]
 
 
-def make_split_fn(spec: dict):
+def make_split_fn(passage: PassageSection):
     """The passage-split function configured by the spec's `passage` section."""
-    section = spec["passage"]
-    strategy = section["strategy"]
+    strategy = passage.strategy
     if strategy not in SPLIT_STRATEGIES:
         raise ValueError(f"unknown passage.strategy {strategy!r}; known: {sorted(SPLIT_STRATEGIES)}")
-    min_tokens, max_highlights = int(section["min_tokens"]), int(section["max_highlights"])
+    min_tokens, max_highlights = passage.min_tokens, passage.max_highlights
     return lambda article: split_article(article, strategy, min_tokens, max_highlights)
 
 
 PASSAGE_STAGE = "passage_filter"
 
-def filter_passage(article: AnnotatedArticle, spec: dict) -> Iterator[Union[AnnotatedArticle, Reject]]:
+
+def filter_passage(article: AnnotatedArticle,
+                   passage: PassageSection) -> Iterator[Union[AnnotatedArticle, Reject]]:
     """Keep passages with enough body tokens and distinct entities (spec `passage`)."""
-    section = spec["passage"]
-    verdict = (record_filters.min_body_tokens(article.split.tokens, int(section["min_tokens"]))
+    verdict = (record_filters.min_body_tokens(article.split.tokens, passage.min_tokens)
                or record_filters.min_distinct_entities((e.chain for e in article.passage_entities),
-                                                        int(section["min_entities"])))
+                                                        passage.min_entities))
     if verdict:
         yield Reject(PASSAGE_STAGE, verdict, article.split.article.id)
     else:
         yield article
+
 
 def passage_row(article: AnnotatedArticle) -> dict:
     """The Parquet row of a kept passage (entity `end` inclusive, as in ReCoRD JSON)."""

@@ -13,9 +13,11 @@ from typing import Any, Iterable, Iterator
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from data_specs.models import FilterSection
 from transforms.core.accounting import Reject, Stage
 from transforms.core.hashing import unit_hash
 from transforms.record.metric import is_correct
+from transforms.record.readers import make_reader
 from transforms.record.readers.base import Reader, Triple, random_baseline
 
 STAGE = "machine_filter"
@@ -55,7 +57,7 @@ def model_path(output: str, reader: str, fold: int) -> str:
     return f"{output}/models/{reader.replace(':', '_').replace('/', '_')}-fold{fold}.bin"
 
 
-class _TrainFold(beam.DoFn):
+class TrainFoldFn(beam.DoFn):
     """Fit the reader on one fold's training group and write the model artifact."""
 
     def __init__(self, reader: Reader, output: str, choice: str):
@@ -71,7 +73,7 @@ class _TrainFold(beam.DoFn):
         yield fold, path
 
 
-class _Predict(beam.DoFn):
+class PredictFn(beam.DoFn):
     """Answer a batch of triples with the model of each triple's fold (loaded once per worker)."""
 
     def __init__(self, reader: Reader, choice: str):
@@ -110,14 +112,18 @@ def keep_or_drop(item: tuple[dict, float]) -> Iterator[Any]:
 
 
 class MachineFilter(beam.PTransform):
-    """Triples (rows + passages) in; `(kept rows, dropped rows, rejects, tallies, fold stats)` out."""
+    """Triples (rows + passages) in; `(kept rows, dropped rows, rejects, tallies, fold stats)` out.
 
-    def __init__(self, reader: Reader, choice: str, output: str, folds: int, seed: int,
-                 max_train: int, max_per_call: int):
+    The spec's `filter` section chooses the reader (`reader`, its options under `readers`), the
+    number of folds and the training and batch bounds; models are written under `output`.
+    """
+
+    def __init__(self, filter_: FilterSection, seed: int, output: str):
         super().__init__()
-        self._reader, self._choice, self._output = reader, choice, output
-        self._folds, self._seed = folds, seed
-        self._max_train, self._max_per_call = max_train, max_per_call
+        self._reader = make_reader(filter_.reader, filter_.readers, seed)
+        self._choice, self._output = filter_.reader, output
+        self._folds, self._seed = filter_.folds, seed
+        self._max_train, self._max_per_call = filter_.max_train_triples, filter_.max_triples_per_call
 
     def expand(self, inputs):
         passages, queries = inputs
@@ -142,12 +148,12 @@ class MachineFilter(beam.PTransform):
             examples
             | "TrainingGroups" >> beam.FlatMap(to_groups, beam.pvalue.AsSingleton(total))
             | "GroupByFold" >> beam.GroupByKey()
-            | "TrainFold" >> beam.ParDo(_TrainFold(reader, self._output, self._choice))
+            | "TrainFold" >> beam.ParDo(TrainFoldFn(reader, self._output, self._choice))
         )
         predicted = (
             examples
             | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=self._max_per_call)
-            | "Predict" >> beam.ParDo(_Predict(reader, self._choice), beam.pvalue.AsDict(paths))
+            | "Predict" >> beam.ParDo(PredictFn(reader, self._choice), beam.pvalue.AsDict(paths))
         )
         kept, rejects, tallies = predicted | "Decide" >> Stage(STAGE, keep_or_drop)
         rejects = (rejects, orphans) | "AllRejects" >> beam.Flatten()
@@ -181,3 +187,16 @@ def fold_summary(reader: str, stats: list[tuple[int, tuple[int, int, float]]],
         "dropped": sum(entry["rejected"].values()),
         "stages": stages,
     }
+
+
+def format_filter_summary(summary: dict) -> str:
+    """Per-fold answered rate beside the random baseline (the paper: 68 % answered overall)."""
+    lines = [f"reader: {summary['reader']}",
+             f"{'fold':>4}{'triples':>9}{'answered':>10}{'rate':>8}{'random':>8}"]
+    for fold in summary["folds"]:
+        lines.append(f"{fold['fold']:>4}{fold['triples']:>9}{fold['answered']:>10}"
+                     f"{fold['answered_rate']:>8.1%}{fold['random_baseline']:>8.1%}")
+    lines.append(f"{'all':>4}{summary['in']:>9}{summary['dropped']:>10}"
+                 f"{summary['answered_rate']:>8.1%}{summary['random_baseline']:>8.1%}"
+                 f"   kept {summary['kept']} (paper: 68% answered and dropped)")
+    return "\n".join(lines)

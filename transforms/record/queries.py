@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 from typing import Iterator, Union
 
+from data_specs.models import QuerySection
 from filters import record as record_filters
 from filters.text import tokenize, word_ngrams
 from transforms.core.accounting import Reject
@@ -15,9 +16,7 @@ from transforms.record.annotation import AnnotatedArticle, Entity, Sentence
 
 PLACEHOLDER = "@placeholder"
 
-
 SENTENCE_STAGE = "sentence_filter"
-
 
 SENTENCE_FILTERS = ("min_tokens", "not_question", "no_shared_ngram", "min_entities",
                     "entities_in_passage")
@@ -29,9 +28,9 @@ def query_id(passage_id: str, sentence: str, placeholder_start: int) -> str:
     return f"{passage_id}-{digest}-{placeholder_start}"
 
 
-def ngram_stopwords(spec: dict) -> frozenset[str]:
+def ngram_stopwords(query: QuerySection) -> frozenset[str]:
     """spaCy's English stop words when `query.ngram_skip_stopwords` is set, else none."""
-    if not spec["query"]["ngram_skip_stopwords"]:
+    if not query.ngram_skip_stopwords:
         return frozenset()
     from spacy.lang.en.stop_words import STOP_WORDS
 
@@ -39,21 +38,20 @@ def ngram_stopwords(spec: dict) -> frozenset[str]:
 
 
 def sentence_verdict(sentence: Sentence, passage_grams: set, passage_chains: set[int],
-                     spec: dict, stopwords: frozenset[str] = frozenset()) -> Union[str, None]:
+                     query: QuerySection, stopwords: frozenset[str] = frozenset()) -> Union[str, None]:
     """The first failing sentence filter's reason, or None when every filter passes."""
-    section = spec["query"]
     tokens = tokenize(sentence.text)
     chains = [e.chain for e in sentence.entities]
     checks = (
-        lambda: record_filters.min_tokens(tokens, int(section["min_tokens"])),
-        lambda: record_filters.not_question(sentence.text) if section["reject_questions"] else None,
+        lambda: record_filters.min_tokens(tokens, query.min_tokens),
+        lambda: record_filters.not_question(sentence.text) if query.reject_questions else None,
         lambda: record_filters.no_shared_ngram(
-            sentence.text, passage_grams, int(section["ngram"]),
-            [(e.start, e.end) for e in sentence.entities] if section["ngram_skip_entities"] else (),
+            sentence.text, passage_grams, query.ngram,
+            [(e.start, e.end) for e in sentence.entities] if query.ngram_skip_entities else (),
             stopwords),
-        lambda: record_filters.min_entities(chains, int(section["min_entities"])),
+        lambda: record_filters.min_entities(chains, query.min_entities),
         lambda: (record_filters.entities_in_passage(chains, passage_chains)
-                 if section["require_entities_in_passage"] else None),
+                 if query.require_entities_in_passage else None),
     )
     for check in checks:
         verdict = check()
@@ -85,17 +83,18 @@ def make_queries(passage_id: str, sentence: Sentence, passage_entities: tuple[En
     return rows
 
 
-def sentence_queries(article: AnnotatedArticle, spec: dict) -> Iterator[Union[list[dict], Reject]]:
+def sentence_queries(article: AnnotatedArticle,
+                     query: QuerySection) -> Iterator[Union[list[dict], Reject]]:
     """Per rest sentence: its queries (a list) when it passes every filter, else a Reject."""
     passage_id = article.split.article.id
-    n = int(spec["query"]["ngram"])
+    n = query.ngram
     # Body and each highlight separately: the "@highlight" markers are layout, not text.
-    stopwords = ngram_stopwords(spec)
+    stopwords = ngram_stopwords(query)
     passage_grams = set().union(*(word_ngrams(part, n, stopwords=stopwords)
                                   for part in (article.split.body, *article.split.article.highlights)))
     passage_chains = {e.chain for e in article.passage_entities}
     for sentence in article.sentences:
-        verdict = sentence_verdict(sentence, passage_grams, passage_chains, spec, stopwords)
+        verdict = sentence_verdict(sentence, passage_grams, passage_chains, query, stopwords)
         if verdict:
             yield Reject(SENTENCE_STAGE, verdict, f"{passage_id}#s{sentence.index}",
                          sentence.text[:200])

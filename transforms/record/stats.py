@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Union
 
+from data_specs.models import RecordPaperTable1
 from filters.text import tokenize
 from transforms.core.io import read_table
 
@@ -90,10 +91,10 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def format_table(stats: Mapping[str, Union[float, int]], paper: Mapping[str, Union[float, int]]) -> str:
+def format_table(stats: Mapping[str, Union[float, int]], paper: RecordPaperTable1) -> str:
     """A fixed-width table: statistic | this run | paper (missing values shown as `-`)."""
     header = ("statistic", "this run", "paper")
-    rows = [(label, _cell(stats.get(key)), _cell(paper.get(key))) for key, label in ROWS]
+    rows = [(label, _cell(stats.get(key)), _cell(getattr(paper, key))) for key, label in ROWS]
     width = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     lines = [f"{header[0]:<{width[0]}}  {header[1]:>{width[1]}}  {header[2]:>{width[2]}}"]
     lines.append("-" * len(lines[0]))

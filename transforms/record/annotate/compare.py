@@ -55,6 +55,15 @@ def agreement(counts: dict[str, int]) -> dict:
     }
 
 
+def compare_report(name_a: str, name_b: str, counts: dict[str, int],
+                   rejected: Iterable[tuple[tuple[str, str], int]]) -> dict:
+    """`compare.json`: the backends' names, their agreement, and each side's rejects by reason
+    (`rejected` holds `((side "a" or "b", reason), count)` pairs)."""
+    return {"a": name_a, "b": name_b, **agreement(counts),
+            "rejected": {side: {reason: n for (s, reason), n in sorted(rejected) if s == side}
+                         for side in ("a", "b")}}
+
+
 def _compare_grouped(grouped: tuple[str, dict[str, list]]) -> Iterator[dict[str, int]]:
     _, groups = grouped
     for a in groups["a"][:1]:

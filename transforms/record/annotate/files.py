@@ -13,27 +13,29 @@ Both turn an article's annotations into a `DocumentAnnotation` and place it with
 from __future__ import annotations
 
 import io
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Callable, Iterable, Iterator, Optional, Union
 
 import apache_beam as beam
 from apache_beam.io import fileio
 from apache_beam.io.filesystems import FileSystems
 
 from data_specs import SpecError
+from data_specs.models import AllennlpPredictionsOptions, AnnotatorSection, DeepmindMetadataOptions
 from transforms.core.accounting import Reject, Stage
 from transforms.record.annotate import STAGE
+from transforms.record.annotate.backends import allennlp, deepmind
 from transforms.record.annotate.document import assemble_document
 from transforms.record.annotate.spans import trim_span
 from transforms.record.annotation import AnnotatedArticle, AnnotationError
 from transforms.record.article import PassageSplit, article_document
+from transforms.record.read import url_to_id
 
 
-def _option(spec: dict, backend: str, key: str) -> str:
-    value = (spec["annotator"].get(backend) or {}).get(key) or ""
+def _required(value: str, backend: str, key: str) -> str:
     if not value:
         raise SpecError(f"annotator {backend!r} needs annotator.{backend}.{key} in the spec "
                          f"(e.g. --set annotator.{backend}.{key}=PATH)")
-    return str(value)
+    return value
 
 
 def _placed(split: PassageSplit, build) -> Iterator[Union[AnnotatedArticle, Reject]]:
@@ -47,29 +49,21 @@ def annotate_from_deepmind(split: PassageSplit, root: str,
                            names: Optional[dict[str, str]] = None) -> Iterator[Union[AnnotatedArticle, Reject]]:
     """One article from its DeepMind metadata files under `root`; `names` (from the article's
     `.question` files) are checked against the entities' token text when given."""
-    from transforms.record.annotate.backends.deepmind import (
-        check_entity_names,
-        document_annotation,
-        read_article_metadata,
-    )
 
     def build():
-        tokens, entities = read_article_metadata(root, split.article.id)
+        tokens, entities = deepmind.read_article_metadata(root, split.article.id)
         document = article_document(split.article)
         if names:
-            check_entity_names(document, tokens, entities, names)
-        return document_annotation(document, tokens, entities)
+            deepmind.check_entity_names(document, tokens, entities, names)
+        return deepmind.document_annotation(document, tokens, entities)
 
     yield from _placed(split, build)
 
 
 def question_names(path: str) -> Iterator[tuple[str, dict[str, str]]]:
     """(article id = sha1(url), {"@entityN": name}) of one DeepMind `.question` file."""
-    from transforms.record.annotate.backends.deepmind import parse_question_file
-    from transforms.record.read import url_to_id
-
     with FileSystems.open(path) as handle:
-        url, _, _, _, names = parse_question_file(handle.read().decode("utf-8"))
+        url, _, _, _, names = deepmind.parse_question_file(handle.read().decode("utf-8"))
     yield url_to_id(url.strip()), names
 
 
@@ -94,11 +88,10 @@ class AnnotateFromDeepMind(beam.PTransform):
     names they list are joined by article id and checked against the metadata.
     """
 
-    def __init__(self, spec: dict):
+    def __init__(self, options: DeepmindMetadataOptions):
         super().__init__()
-        options = spec["annotator"].get("deepmind-metadata") or {}
-        self._root = _option(spec, "deepmind-metadata", "root").rstrip("/")
-        self._questions = str(options.get("questions") or "")
+        self._root = _required(options.root, "deepmind-metadata", "root").rstrip("/")
+        self._questions = options.questions
 
     def expand(self, splits):
         root = self._root
@@ -122,17 +115,13 @@ def _lines(path: str) -> Iterator[str]:
 
 def read_pairs(paths: tuple[str, str]) -> Iterator[tuple[str, tuple[dict, dict]]]:
     """(article id, (input record, prediction)) from an input file and its prediction file."""
-    from transforms.record.annotate.backends.allennlp import pair_lines
-
     inputs, predictions = paths
-    for article_id, source, prediction in pair_lines(_lines(inputs), _lines(predictions)):
+    for article_id, source, prediction in allennlp.pair_lines(_lines(inputs), _lines(predictions)):
         yield article_id, (source, prediction)
 
 
 def annotate_from_allennlp(grouped: tuple[str, dict[str, list]]) -> Iterator[Union[AnnotatedArticle, Reject]]:
     """The articles of one id with their coreference prediction and NER sentence predictions."""
-    from transforms.record.annotate.backends.allennlp import document_annotation
-
     _, groups = grouped
     coref = [prediction for _, prediction in groups["coref"]]
     ner = sorted(groups["ner"], key=lambda pair: int(pair[0].get("offset", 0)))
@@ -141,17 +130,20 @@ def annotate_from_allennlp(grouped: tuple[str, dict[str, list]]) -> Iterator[Uni
             yield Reject(STAGE, "annotation_missing", split.article.id, "no AllenNLP prediction lines")
             continue
         document = article_document(split.article)
-        yield from _placed(split, lambda: document_annotation(document, coref[0] if coref else None, ner))
+        yield from _placed(split, lambda document=document: allennlp.document_annotation(
+            document, coref[0] if coref else None, ner))
 
 
 class AnnotateFromAllenNlp(beam.PTransform):
     """`allennlp-predictions`: prediction files paired with their inputs, joined by article id."""
 
-    def __init__(self, spec: dict):
+    def __init__(self, options: AllennlpPredictionsOptions):
         super().__init__()
         backend = "allennlp-predictions"
-        self._coref = (_option(spec, backend, "coref_input"), _option(spec, backend, "coref_predictions"))
-        self._ner = (_option(spec, backend, "ner_input"), _option(spec, backend, "ner_predictions"))
+        self._coref = (_required(options.coref_input, backend, "coref_input"),
+                       _required(options.coref_predictions, backend, "coref_predictions"))
+        self._ner = (_required(options.ner_input, backend, "ner_input"),
+                     _required(options.ner_predictions, backend, "ner_predictions"))
 
     def expand(self, splits):
         pipeline = splits.pipeline
@@ -166,7 +158,8 @@ class AnnotateFromAllenNlp(beam.PTransform):
                                           units=lambda g: len(g[1]["splits"]))
 
 
-FILE_BACKENDS: dict[str, Any] = {
-    "deepmind-metadata": AnnotateFromDeepMind,
-    "allennlp-predictions": AnnotateFromAllenNlp,
+# Backends that read annotation files: name -> factory(the spec's `annotator` section).
+FILE_BACKENDS: dict[str, Callable[[AnnotatorSection], beam.PTransform]] = {
+    "deepmind-metadata": lambda annotator: AnnotateFromDeepMind(annotator.deepmind_metadata),
+    "allennlp-predictions": lambda annotator: AnnotateFromAllenNlp(annotator.allennlp_predictions),
 }

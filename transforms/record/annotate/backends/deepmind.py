@@ -142,7 +142,7 @@ def _read(path: str) -> str:
     try:
         with FileSystems.open(path) as handle:
             return handle.read().decode("utf-8")
-    except (OSError, IOError) as error:  # Beam raises BeamIOError (an IOError) for missing files
+    except OSError as error:  # Beam raises BeamIOError (an IOError, i.e. OSError) for missing files
         raise AnnotationError("annotation_missing", path) from error
 
 

@@ -1,0 +1,8 @@
+"""The one error policy: a `UserError` is a mistake in what the user gave (a spec value, a path,
+a missing model, a malformed results file). The CLI prints it as one line and exits 2; anything
+else is a bug and keeps its traceback."""
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A problem the user can fix; its message is one line saying what and how."""
