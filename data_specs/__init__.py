@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Union, get_args, get_origin
+from typing import Any, Iterable, Mapping, TypeVar, Union, get_args, get_origin
 
 import pyarrow as pa
 import yaml
@@ -30,9 +30,11 @@ from data_specs.models import (
 
 SPEC_DIR = Path(__file__).resolve().parent
 
-__all__ = ["SPEC_DIR", "SPEC_MODELS", "CosmosSpec", "ProtoqaSpec", "RecordSpec", "Spec", "SpecError",
+__all__ = ["SPEC_DIR", "load_dataset_spec", "SPEC_MODELS", "CosmosSpec", "ProtoqaSpec", "RecordSpec", "Spec", "SpecError",
            "apply_overrides", "load_raw_spec", "load_schema", "load_spec", "spec_hash", "spec_path",
            "validate_spec"]
+
+S = TypeVar("S", RecordSpec, CosmosSpec, ProtoqaSpec)
 
 _SCALARS = {
     "string": pa.string(),
@@ -82,6 +84,16 @@ def load_spec(name_or_path: str, overrides: Iterable[str] = ()) -> Spec:
     `spec.model_dump(by_alias=True)` is the YAML-shaped dict.
     """
     return validate_spec(load_raw_spec(name_or_path, overrides))
+
+
+def load_dataset_spec(model: type[S], name_or_path: str, overrides: Iterable[str] = ()) -> S:
+    """`load_spec` for one dataset's commands: a spec of another dataset is a SpecError."""
+    spec = load_spec(name_or_path, overrides)
+    if not isinstance(spec, model):
+        wanted = next(name for name, cls in SPEC_MODELS.items() if cls is model)
+        raise SpecError(f"spec {name_or_path} is a {spec.dataset} spec; these commands need "
+                        f"a {wanted} spec (dataset: {wanted})")
+    return spec
 
 
 def validate_spec(raw: Union[Mapping[str, Any], BaseModel]) -> Spec:
@@ -201,7 +213,7 @@ def _describe_error(model: type, error: Mapping[str, Any]) -> str:
     for index, item in enumerate(loc):
         annotation, metadata = unwrap(annotation, metadata)
         if isinstance(annotation, type) and issubclass(annotation, SpecModel):
-            name = annotation._attribute(item) if isinstance(item, str) else None
+            name = annotation.attribute_for(item) if isinstance(item, str) else None
             if name is None:
                 where = f" in {_path(parts)}" if parts else ""
                 return (f"spec key {_path(parts + [item])} is unknown "

@@ -61,16 +61,13 @@ ReaderChoice = Annotated[
 
 
 class SpecModel(BaseModel):
-    """Base of every spec model: strict keys, frozen, YAML key names as aliases.
-
-    Transitional: read access by YAML key (`spec["passage"]["min_tokens"]`, `.get`, `in`,
-    `keys()` / `items()` / `values()`) so code written against the plain-dict spec keeps working.
-    """
+    """Base of every spec model: strict keys, frozen, YAML key names as aliases."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     @classmethod
-    def _attribute(cls, key: str) -> Optional[str]:
+    def attribute_for(cls, key: str) -> Optional[str]:
+        """The attribute name of a YAML key (`allennlp-predictions` -> `allennlp_predictions`)."""
         if key in cls.model_fields:
             return key
         for name, info in cls.model_fields.items():
@@ -82,27 +79,6 @@ class SpecModel(BaseModel):
     def yaml_keys(cls) -> List[str]:
         """The section's keys as written in the YAML (aliases), in order."""
         return [info.alias or name for name, info in cls.model_fields.items()]
-
-    def __getitem__(self, key: str) -> Any:
-        name = self._attribute(key) if isinstance(key, str) else None
-        if name is None:
-            raise KeyError(key)
-        return getattr(self, name)
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._attribute(key) is not None
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-    def keys(self) -> List[str]:
-        return self.yaml_keys()
-
-    def values(self) -> List[Any]:
-        return [self[k] for k in self.keys()]
-
-    def items(self) -> List[tuple]:
-        return [(k, self[k]) for k in self.keys()]
 
 
 def _min_le_max(section: BaseModel, low: str, high: str) -> None:

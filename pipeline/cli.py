@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Optional, Sequence
 
+from data_specs import SpecError
+from transforms.core.errors import UserError
+
 DEFAULT_RUNNER = "FnApiRunner"
+EXIT_USER_ERROR = 2        # argparse's code for usage errors, used for every user error
+EXIT_ACCOUNTING = 3        # a stage's in != kept + rejected
+EXIT_INTERRUPTED = 130     # 128 + SIGINT, as shells report Ctrl-C
+EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE, as shells report a closed pipe
 # Dataset entry modules, in the order of `csdata --help` and `csdata demo`. Each defines:
 #   add_commands(commands, add_spec_args)  add its `csdata NAME ...` subcommands
 #   run(args, extra, beam_options) -> int   run the parsed subcommand (extra: Beam options)
@@ -48,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="csdata", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="log Beam's progress")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error, not just its one-line message")
     commands = parser.add_subparsers(dest="command", required=True)
 
     for module in dataset_modules():
@@ -55,7 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     stats = commands.add_parser("stats", help="a run's statistics beside its paper's Table 1")
     stats.add_argument("run_dir", help="output directory of a csdata run (ReCoRD, Cosmos QA, ProtoQA)")
-    _add_spec_args(stats, "record")
 
     demo = commands.add_parser("demo", help="run the pipelines on the sample inputs in the repo")
     demo.add_argument("--output", default="out/demo")
@@ -85,20 +95,40 @@ def cmd_demo(args, extra: Sequence[str]) -> int:
         if index:
             print()
         balanced &= module.demo(Path(args.output), lambda: beam_options(extra)) is not False
-    return 0 if balanced else 3
+    return 0 if balanced else EXIT_ACCOUNTING
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run `csdata`; a missing model or a bad spec value is reported in one line (exit 2)."""
-    quiet_beam_import_warning()   # before anything imports Beam
-    from data_specs import SpecError
-    from transforms.core.models import ModelUnavailable
+    """Run `csdata` with the one error policy.
 
+    A user error (a bad spec value, a missing model or input file, a malformed results file or
+    sheet) is one line on stderr and exit 2, with the traceback only under `--debug`; a closed
+    stdout (`csdata record export RUN | head`) ends quietly; Ctrl-C ends with exit 130.
+    """
+    quiet_beam_import_warning()   # before anything imports Beam
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv          # accepted anywhere on the line, not only before the command
+    argv = [a for a in argv if a != "--debug"]
     try:
         return _main(argv)
-    except (ModelUnavailable, SpecError) as error:
-        print(f"csdata: error: {error}", file=sys.stderr)
-        return 2
+    except (SpecError, UserError) as error:
+        return _user_error(str(error), debug)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as error:
+        return _user_error(f"{error.strerror}: {error.filename}" if error.filename else str(error), debug)
+    except BrokenPipeError:
+        # The reader went away: point stdout at /dev/null so the interpreter's final flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        print("csdata: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _user_error(message: str, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    print(f"csdata: error: {message}", file=sys.stderr)
+    return EXIT_USER_ERROR
 
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:

@@ -21,11 +21,12 @@ from typing import Any, Callable, Optional, Sequence, Union
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from data_specs import SpecError, load_spec
+from data_specs import load_dataset_spec
 from data_specs.models import CosmosSpec
-from pipeline.runner import clear_output
+from pipeline.runner import clear_output, default_options, run_pipeline
 from transforms.core.accounting import Summarize, format_summary
 from transforms.core.io import WriteTable, read_summary, write_json, write_rows
+from transforms.core.models import check_spacy
 from transforms.cosmos.crowd import export_question_hits, import_results
 from transforms.cosmos.nota import SPLITS, assign_splits, decide_nota, instances_of, set_row
 from transforms.cosmos.paragraphs import (
@@ -38,7 +39,7 @@ from transforms.cosmos.paragraphs import (
 from transforms.cosmos.read import STAGE as READ_STAGE
 from transforms.cosmos.read import ReadStories
 from transforms.cosmos.release import export_release
-from transforms.cosmos.scorers import AnswerScorer, make_answer_scorer
+from transforms.cosmos.scorers import AnswerScorer, check_scorer, make_answer_scorer
 from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
 from transforms.cosmos.stats import format_stats
 
@@ -49,12 +50,6 @@ STAGE_ORDER = [READ_STAGE, STORY_STAGE, SENTENCE_STAGE, COHERENCE_STAGE, SEGMENT
 PathLike = Union[str, Path]
 
 
-def load_cosmos_spec(name_or_path: str = "cosmos", overrides: Sequence[str] = ()) -> CosmosSpec:
-    """`load_spec` narrowed to a Cosmos QA spec (another dataset's spec is a SpecError)."""
-    spec = load_spec(name_or_path, overrides)
-    if not isinstance(spec, CosmosSpec):
-        raise SpecError(f"spec {name_or_path} is a {spec.dataset} spec; csdata cosmos needs dataset: cosmos")
-    return spec
 
 
 # --------------------------------------------------------------------------- stage 1 (Beam)
@@ -84,10 +79,12 @@ class GenerateCosmosParagraphs(beam.PTransform):
 def run_paragraphs(spec: CosmosSpec, inputs: Sequence[str], output: str,
                    options: Optional[PipelineOptions] = None) -> dict:
     """Run stage 1; returns the summary (also in `{output}/summary.json`)."""
+    check_spacy(spec.sentences.model, [spec.sentences.component], option="sentences.model")
+    check_scorer(spec.coherence)
     clear_output(output, PARAGRAPH_TABLES)
-    pipeline = beam.Pipeline(options=options or PipelineOptions(["--runner=FnApiRunner"]))
+    pipeline = beam.Pipeline(options=options or default_options())
     pipeline | "GenerateCosmosParagraphs" >> GenerateCosmosParagraphs(spec, inputs, output)
-    pipeline.run().wait_until_finish()
+    run_pipeline(pipeline)
     return read_summary(f"{output.rstrip('/')}/summary.json")
 
 
@@ -101,6 +98,8 @@ def run_hits_import(spec: CosmosSpec, run_dir: PathLike, questions_csv: PathLike
     valid set), `rejects/` and `summary.json` under `output_dir`; returns the summary. `scorer`
     replaces the spec's `answer_scorer` (built only when a set takes a false negative).
     """
+    if scorer is None:
+        check_scorer(spec.answer_scorer)
     results = import_results(run_dir, questions_csv, validations_csv, spec.hits)
     make_scorer = (lambda: scorer) if scorer is not None else partial(make_answer_scorer, spec.answer_scorer)
     decided = decide_nota(results.valid, results.paragraphs, spec.nota, spec.hits.min_intended, spec.seed,
@@ -141,7 +140,7 @@ def is_run(path) -> bool:
 
 
 def stats(path) -> str:
-    spec = load_cosmos_spec()
+    spec = load_dataset_spec(CosmosSpec, "cosmos")
     return format_stats(Path(path), spec.paper_table1, spec.nota)
 
 
@@ -202,12 +201,12 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     if command != "paragraphs" and extra:
         raise SystemExit(f"csdata cosmos {command}: unrecognized arguments: {' '.join(extra)}")
     if command == "paragraphs":
-        spec = load_cosmos_spec(args.spec, args.overrides)
+        spec = load_dataset_spec(CosmosSpec, args.spec, args.overrides)
         summary = run_paragraphs(spec, args.input, args.output, beam_options(extra))
         print(format_summary(summary))
         return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
     if command == "hits":
-        spec = load_cosmos_spec(args.spec, args.overrides)
+        spec = load_dataset_spec(CosmosSpec, args.spec, args.overrides)
         if args.hits_command == "export":
             n = export_question_hits(args.run_dir, args.output, spec.hits)
             print(f"{n} question-writing HITs written to {args.output}")
@@ -228,7 +227,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
 
 def demo(output_dir: Path, make_options: Callable[[], PipelineOptions]) -> None:
     output = Path(output_dir) / "cosmos"
-    spec = load_cosmos_spec()
+    spec = load_dataset_spec(CosmosSpec, "cosmos")
     inputs = [str(DEMO_DATA / "blogs"), str(DEMO_DATA / "stories.jsonl")]
     print(f"Cosmos QA stage 1 on {DEMO_DATA.relative_to(REPO_ROOT)} -> {output}")
     run_paragraphs(spec, inputs, str(output), make_options())

@@ -29,10 +29,11 @@ from typing import Callable, Optional, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from data_specs import ProtoqaSpec, SpecError, load_spec, validate_spec
+from data_specs import ProtoqaSpec, load_dataset_spec, validate_spec
 from pipeline.runner import clear_output, default_options, run_pipeline
-from transforms.core.accounting import Summarize, build_summary, format_summary
+from transforms.core.accounting import Summarize, format_summary, stage_entry
 from transforms.core.io import WriteTable, read_summary, write_json, write_rows
+from transforms.core.models import check_minilm
 from transforms.protoqa import metric as pm
 from transforms.protoqa.assign import (
     ClusterAssigner,
@@ -46,6 +47,7 @@ from transforms.protoqa.cluster_prep import (
     PREP_STAGES,
     PROPOSE,
     READ,
+    check_models,
     prepare_all,
     read_crowd_answers,
     read_prep,
@@ -232,12 +234,6 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     add_spec_args(assign, "protoqa")
 
 
-def load_protoqa_spec(name_or_path: str = "protoqa", overrides: Sequence[str] = ()) -> ProtoqaSpec:
-    """`load_spec` narrowed to a ProtoQA spec (another dataset's spec is a SpecError)."""
-    spec = load_spec(name_or_path, overrides)
-    if not isinstance(spec, ProtoqaSpec):
-        raise SpecError(f"spec {name_or_path} is a {spec.dataset} spec; csdata protoqa needs dataset: protoqa")
-    return spec
 
 
 def _mark_run(output: str, command: str) -> None:
@@ -257,11 +253,9 @@ def _write_jsonl(path: Path, records: Sequence[dict]) -> None:
 
 
 def _tally_summary(stages: dict[str, tuple[int, int, Counter]], order: Sequence[str]) -> dict:
-    counts = []
-    for stage, (n_in, kept, rejected) in stages.items():
-        counts += [((stage, "in"), n_in), ((stage, "kept"), kept)]
-        counts += [((stage, f"rejected.{r}"), n) for r, n in rejected.items()]
-    return build_summary(counts, list(order))
+    """The summary of plain-Python stages: `order` first (zeros for a stage that never ran)."""
+    names = list(order) + [s for s in stages if s not in order]
+    return {"stages": {s: stage_entry(*stages.get(s, (0, 0, {}))) for s in names}}
 
 
 def _balanced(summary: dict) -> bool:
@@ -305,6 +299,8 @@ def run_questions(spec: ProtoqaSpec, inputs: Sequence[str], output: str, omitted
 
 def run_cluster_prep(spec: ProtoqaSpec, answers_csv: str, output: str, models=None) -> dict:
     """Normalised answers and proposed clusters of a crowd answers CSV; returns the summary."""
+    if models is None:
+        check_models(spec.answers)
     path = _local_dir(output)
     questions, rejects, n_rows = read_crowd_answers(read_text(answers_csv))
     rows = prepare_all(questions, spec.answers, spec.seed, models)
@@ -429,6 +425,8 @@ def with_assign_threshold(spec: ProtoqaSpec, threshold: Optional[float]) -> Prot
 def run_assign(spec: ProtoqaSpec, targets_path: str, answers_path: Optional[str], output: str = "-",
                embeddings: bool = True, held_out: bool = False) -> int:
     """`protoqa assign`: proposals for ANSWERS as JSONL, or the leave-one-out report; exit code."""
+    if embeddings:
+        check_minilm()
     targets = pm.load_targets(targets_path)
     assigner = ClusterAssigner(spec.assign, minilm_embedder() if embeddings else None)
     if held_out:
@@ -485,7 +483,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
             for name, value in means.items():
                 print(f"{name:<22} {value:.4f}")
         return 0
-    spec = load_protoqa_spec(args.spec, args.overrides)
+    spec = load_dataset_spec(ProtoqaSpec, args.spec, args.overrides)
     if command == "assign":
         return run_assign(with_assign_threshold(spec, args.threshold), args.targets, args.answers,
                           args.output, embeddings=not args.no_embeddings, held_out=args.leave_one_out)
@@ -525,7 +523,7 @@ def demo(output_dir: Path, make_options) -> bool:
 
     Returns False when a stage's accounting does not balance (in != kept + rejected).
     """
-    spec = load_protoqa_spec()
+    spec = load_dataset_spec(ProtoqaSpec, "protoqa")
     out = Path(output_dir) / "protoqa"
     rel = SAMPLES.relative_to(REPO_ROOT)
     print(f"ProtoQA question curation on {rel}/scraped.jsonl -> {out / 'questions'}")

@@ -21,15 +21,16 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from data_specs import RecordSpec, SpecError, load_spec
+from data_specs import RecordSpec, load_dataset_spec
 from pipeline.runner import clear_output, default_options, run_pipeline
 from transforms.core.accounting import Ledger, Stage, Summarize, format_summary
 from transforms.core.dedup import DEDUP_NEAR, DropNearDuplicates
+from transforms.core.errors import UserError
 from transforms.core.io import WriteTable, read_summary, write_json
 from transforms.record.annotate import STAGE as ANNOTATE_STAGE
 from transforms.record.annotate.backends.allennlp import write_inputs
 from transforms.record.annotate.compare import CompareAnnotations, compare_report
-from transforms.record.annotate.stage import Annotate, single_backend
+from transforms.record.annotate.stage import Annotate, check_models, single_backend
 from transforms.record.crowd import export_hits, import_results
 from transforms.record.curate import (
     DEDUP_ID,
@@ -48,6 +49,7 @@ from transforms.record.metric import evaluate
 from transforms.record.queries import SENTENCE_STAGE, sentence_queries
 from transforms.record.read import STAGE as READ_STAGE
 from transforms.record.read import ReadArticles, read_url_list
+from transforms.record.readers import check_reader
 from transforms.record.stats import format_table, record_stats
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -62,13 +64,6 @@ FILTER_FILES = ("summary.json", "stages.json", "folds.json")
 # --------------------------------------------------------------------------------------------
 # Pipelines
 # --------------------------------------------------------------------------------------------
-def load_record_spec(name_or_path: str = "record", overrides: Sequence[str] = ()) -> RecordSpec:
-    """`load_spec`, refusing a spec of another dataset (`--spec cosmos` on a ReCoRD command)."""
-    spec = load_spec(name_or_path, overrides)
-    if not isinstance(spec, RecordSpec):
-        raise SpecError(f"spec {name_or_path} is a {spec.dataset} spec; ReCoRD commands need a "
-                        "record spec (dataset: record)")
-    return spec
 
 
 def read_url_info(pbegin, url_lists: Sequence[str]) -> Optional[beam.PCollection]:
@@ -127,6 +122,7 @@ class GenerateRecord(beam.PTransform):
 def run_record(spec: RecordSpec, inputs: Sequence[str], output: str, url_lists: Sequence[str] = (),
                options: Optional[PipelineOptions] = None):
     """Build and run the generator; returns the finished PipelineResult."""
+    check_models(spec.annotator)
     clear_output(output, TABLES)
     pipeline = beam.Pipeline(options=options or default_options())
     pipeline | "GenerateRecord" >> GenerateRecord(spec, inputs, output, url_lists)
@@ -172,7 +168,8 @@ def run_filter(spec: RecordSpec, run_dir: str, output: str, choice: Optional[str
     choice = choice or spec.filter.reader
     folds = folds or spec.filter.folds
     if folds < 2:
-        raise ValueError("machine filtering needs at least 2 folds")
+        raise UserError(f"machine filtering needs at least 2 folds, got --folds {folds}")
+    check_reader(choice)
     spec = spec.model_copy(update={"filter": spec.filter.model_copy(
         update={"reader": choice, "folds": folds})})
     clear_output(output, FILTER_TABLES, FILTER_FILES)
@@ -224,6 +221,8 @@ class CompareRecordAnnotators(beam.PTransform):
 def run_compare(spec: RecordSpec, name_a: str, name_b: str, inputs: Sequence[str], output: str,
                 url_lists: Sequence[str] = (), options: Optional[PipelineOptions] = None) -> dict:
     """Annotate the same passages with two backends; write and return `compare.json`."""
+    for name in (name_a, name_b):
+        check_models(single_backend(spec.annotator, name))
     clear_output(output, (), ("compare.json",))
     pipeline = beam.Pipeline(options=options or default_options())
     pipeline | "CompareAnnotators" >> CompareRecordAnnotators(spec, name_a, name_b, inputs, output, url_lists)
@@ -354,7 +353,7 @@ def _balanced(summary: dict) -> bool:
 
 
 def _generate(args, options: PipelineOptions) -> int:
-    spec = load_record_spec(args.spec, args.overrides)
+    spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     if args.annotator:
         spec = with_annotator(spec, args.annotator)
     run_record(spec, args.input, args.output, args.url_list, options)
@@ -364,7 +363,7 @@ def _generate(args, options: PipelineOptions) -> int:
 
 
 def _compare(args, options: PipelineOptions) -> int:
-    spec = load_record_spec(args.spec, args.overrides)
+    spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     report = run_compare(spec, args.a, args.b, args.input, args.output, args.url_list, options)
     print(f"{report['articles']} articles annotated by both {args.a} (A, reference) and {args.b} (B)")
     for key, title in (("entity_spans", "entity spans"), ("chains", "coreference links")):
@@ -378,14 +377,14 @@ def _compare(args, options: PipelineOptions) -> int:
 
 
 def _annotation_inputs(args, options: PipelineOptions) -> int:
-    spec = load_record_spec(args.spec, args.overrides)
+    spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     run_annotation_inputs(spec, args.input, args.output, args.url_list, options)
     print(f"wrote {args.output}/coref_input.jsonl and {args.output}/ner_input.jsonl")
     return 0
 
 
 def _filter(args, options: PipelineOptions) -> int:
-    spec = load_record_spec(args.spec, args.overrides)
+    spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     summary = run_filter(spec, args.run_dir, args.output, args.reader, args.folds, options)
     print(format_filter_summary(summary))
     print(format_summary({"stages": summary["stages"]}))
@@ -405,7 +404,7 @@ def _evaluate(args) -> int:
 
 
 def _hits(args) -> int:
-    spec = load_record_spec(args.spec, args.overrides)
+    spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     if args.hits_command == "export":
         rows = export_hits(args.run_dir, args.output, spec.hits)
         print(f"{rows} HITs written to {args.output}")
@@ -453,13 +452,13 @@ def is_run(path) -> bool:
 
 def stats(path) -> str:
     """The run's Table 1 statistics beside the paper's."""
-    return format_table(record_stats(str(path)), load_record_spec().paper_table1)
+    return format_table(record_stats(str(path)), load_dataset_spec(RecordSpec, "record").paper_table1)
 
 
 def demo(output_dir: Path, make_options) -> bool:
     """Stages 1-3 on the sample corpus in tests/data/record; False when a stage lost records."""
     output = Path(output_dir) / "record"
-    spec = load_record_spec()
+    spec = load_dataset_spec(RecordSpec, "record")
     url_lists = sorted(str(p) for p in (DEMO_DATA / "url_lists").glob("*.txt"))
     inputs = [str(DEMO_DATA / "cnn"), str(DEMO_DATA / "dailymail"), str(DEMO_DATA / "hf_rows.jsonl")]
     print(f"ReCoRD stages 1-2 on {DEMO_DATA.relative_to(REPO_ROOT)} -> {output}")

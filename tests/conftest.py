@@ -41,3 +41,16 @@ def record_run(tmp_path_factory) -> Path:
     output = tmp_path_factory.mktemp("record")
     assert generate(output) == 0
     return output
+
+
+# End-to-end runs and real models; `make test-fast` (pytest -m "not slow") leaves them out.
+SLOW_MODULES = frozenset({
+    "test_record_e2e", "test_annotators_e2e", "test_machine_filter", "test_cross_encoder",
+    "test_cosmos_e2e", "test_protoqa_e2e", "test_models", "test_cli",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

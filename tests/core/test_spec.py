@@ -7,10 +7,10 @@ from data_specs import SpecError, apply_overrides, load_schema, load_spec
 
 def test_record_spec_has_the_papers_defaults():
     spec = load_spec("record")
-    assert spec["passage"]["min_tokens"] == 100
-    assert spec["passage"]["min_entities"] == 4
-    assert spec["query"]["min_tokens"] == 10
-    assert spec["query"]["ngram"] == 3
+    assert spec.passage.min_tokens == 100
+    assert spec.passage.min_entities == 4
+    assert spec.query.min_tokens == 10
+    assert spec.query.ngram == 3
 
 
 def test_overrides_parse_yaml_values():

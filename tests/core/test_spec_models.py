@@ -12,6 +12,7 @@ from data_specs import (
     RecordSpec,
     SpecError,
     apply_overrides,
+    load_dataset_spec,
     load_raw_spec,
     load_spec,
     spec_hash,
@@ -74,12 +75,17 @@ def test_models_are_frozen_and_dump_hyphenated_keys():
     assert "cross-encoder" in spec.filter.readers.model_dump(by_alias=True)
 
 
-def test_read_access_by_yaml_key_keeps_dict_callers_working():
+def test_specs_are_typed_not_dicts():
     spec = load_spec("record")
-    assert spec["passage"]["min_tokens"] == 100
-    assert spec["filter"]["readers"]["cross-encoder"]["device"] == "auto"
-    assert spec.get("nope", 7) == 7 and "paper_table1" in spec
+    with pytest.raises(TypeError):
+        spec["passage"]  # noqa: B018  (attribute access only: spec.passage.min_tokens)
     assert apply_overrides(spec, ["passage.min_tokens=120"])["passage"]["min_tokens"] == 120
+
+
+def test_a_spec_of_another_dataset_is_refused():
+    assert load_dataset_spec(RecordSpec, "record").passage.min_tokens == 100
+    with pytest.raises(SpecError, match="cosmos spec"):
+        load_dataset_spec(RecordSpec, "cosmos")
 
 
 def test_spec_hash_is_stable_and_changes_with_a_value():

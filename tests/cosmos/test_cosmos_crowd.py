@@ -12,6 +12,7 @@ import pytest
 from data_specs import load_schema, load_spec
 from pipeline import cosmos
 from pipeline.cli import main
+from transforms.core.errors import UserError
 from transforms.core.io import read_table
 from transforms.cosmos import crowd, nota, release
 from transforms.cosmos.scorers import MiniLMAnswers
@@ -258,7 +259,7 @@ def test_question_hits_export(tmp_path, spec):
 def test_bad_yes_no_value_is_an_error(tmp_path, simulated, spec):
     run, questions, _ = simulated
     bad = write_csv(tmp_path / "bad.csv", [judgement("A1#q1", "V0", paragraph="maybe")])
-    with pytest.raises(ValueError, match="paragraph_sensible"):
+    with pytest.raises(UserError, match="paragraph_sensible"):
         cosmos.run_hits_import(spec, run, questions, bad, tmp_path / "qa", scorer=FakeScorer())
 
 

@@ -7,7 +7,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from data_specs import SpecError, load_spec
+from data_specs import CosmosSpec, SpecError, load_dataset_spec, load_spec
 from pipeline import cosmos
 from pipeline.cli import main
 from tests.conftest import beam_test_pipeline
@@ -107,4 +107,4 @@ def test_sentencizer_runs_only_the_sentence_component(component, pipes):
 
 def test_cosmos_commands_need_a_cosmos_spec():
     with pytest.raises(SpecError, match="dataset: cosmos"):
-        cosmos.load_cosmos_spec("record")
+        load_dataset_spec(CosmosSpec, "record")

@@ -5,6 +5,7 @@ import random
 import pytest
 
 from data_specs import load_spec
+from transforms.core.errors import UserError
 from transforms.record.readers import make_reader
 from transforms.record.readers.base import Triple, candidates, correct_flags, random_baseline
 
@@ -72,7 +73,7 @@ def test_predictions_reader_reads_an_external_file(tmp_path):
     assert reader.predict(reader.fit([]), ["q1", "q2"]) == ["Ada Quill", ""]
     with pytest.raises(FileNotFoundError):
         make_reader(f"predictions:{tmp_path / 'missing.json'}", SPEC.filter.readers, SPEC.seed)
-    with pytest.raises(ValueError, match="needs a file"):
+    with pytest.raises(UserError, match="needs a file"):
         make_reader("predictions", SPEC.filter.readers, SPEC.seed)
 
 

@@ -163,7 +163,7 @@ def _model_components(location: Path) -> Optional[list[str]]:
     return None
 
 
-def check_spacy(model: str, require: Sequence[str] = ()) -> None:
+def check_spacy(model: str, require: Sequence[str] = (), option: str = "the model") -> None:
     """Raise ModelUnavailable now unless `load_spacy(model, require=require)` can find the model.
 
     A cheap pre-flight check: the package (or its PyPI build) is located with
@@ -179,7 +179,7 @@ def check_spacy(model: str, require: Sequence[str] = ()) -> None:
         if spec is None:
             fallback = PYPI_BUILDS.get(model)
             if fallback is None:
-                raise _not_installed(model, "the model")
+                raise _not_installed(model, option)
             spec = _find_spec(fallback)
             if spec is None:
                 raise _no_build(model, fallback)

@@ -35,6 +35,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 from data_specs.models import CosmosHitsSection
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import stage_entry
+from transforms.core.errors import UserError
 from transforms.core.io import read_table
 
 PathLike = Union[str, Path]
@@ -113,7 +114,7 @@ def _read_csv(path: PathLike, required: Sequence[str]) -> list[dict[str, str]]:
         reader = csv.DictReader(handle)
         missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:
-            raise ValueError(f"{path}: missing columns {missing}")
+            raise UserError(f"{path}: missing columns {missing}")
         return [{k: (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
 
 
@@ -123,7 +124,7 @@ def yes_no(value: str, column: str) -> bool:
         return True
     if lowered in _NO:
         return False
-    raise ValueError(f"{column}: expected yes/no, got {value!r}")
+    raise UserError(f"{column}: expected yes/no, got {value!r}")
 
 
 def _norm(text: str) -> str:

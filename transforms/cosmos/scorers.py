@@ -27,7 +27,13 @@ from typing import Any, Callable, Protocol, Sequence, Union
 
 from data_specs.models import AnswerScorerSection, CoherenceSection
 from filters.text import tokenize
-from transforms.core.models import MiniLMEncoder, ModelUnavailable, require_packages, resolve_device
+from transforms.core.models import (
+    MiniLMEncoder,
+    ModelUnavailable,
+    check_minilm,
+    require_packages,
+    resolve_device,
+)
 
 
 class CoherenceScorer(Protocol):
@@ -204,6 +210,19 @@ def scorer_options(section: Union[CoherenceSection, AnswerScorerSection]) -> dic
     if section.name == "bert-nsp":
         options["model_path"] = section.model_path
     return options
+
+
+def check_scorer(section: Union[CoherenceSection, AnswerScorerSection]) -> None:
+    """Check, without loading weights, that the scorer a section names can be built here."""
+    if section.name == "minilm":
+        check_minilm()
+        resolve_device(section.device)
+    elif section.name == "bert-nsp":
+        if not section.model_path or not (Path(section.model_path) / "config.json").is_file():
+            raise ModelUnavailable(f"bert-nsp model_path {section.model_path or '(empty)'} is not a local "
+                                   "BertForNextSentencePrediction directory with a config.json")
+        require_packages(("torch", "torch"), ("transformers", "transformers"))
+        resolve_device(section.device)
 
 
 def make_coherence_scorer(coherence: CoherenceSection) -> CoherenceScorer:

@@ -6,7 +6,6 @@ questions per split, token lengths, unanswerable and NOTA shares (paper §2.4, T
 """
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -14,23 +13,16 @@ from data_specs.models import CosmosPaperTable1, NotaSection
 from filters.text import count_tokens
 from transforms.core.accounting import format_summary
 from transforms.core.io import read_summary, read_table
-
-
-def _describe(values: Sequence[int]) -> tuple[float, int, int]:
-    return (statistics.fmean(values) if values else 0.0, max(values, default=0), min(values, default=0))
+from transforms.core.stats import describe
+from transforms.core.stats import histogram as core_histogram
 
 
 def histogram(values: Sequence[int], low: int = 30, high: int = 150, width: int = 10) -> list[tuple[str, int]]:
-    """Counts per `width`-word bin from `low` to `high` (the last bin includes `high`)."""
-    bins = []
-    for a in range(low, high, width):
-        b = min(a + width, high)
-        last = b == high
-        bins.append((f"{a}-{b if last else b - 1}", sum(a <= v < b or (last and v == b) for v in values)))
-    outside = sum(v < low or v > high for v in values)
-    if outside:
-        bins.append(("outside", outside))
-    return bins
+    """Counts per `width`-word bin from `low` to `high` (the last bin includes `high`), then the
+    values outside the range."""
+    edges = list(range(low, high, width))
+    bins = [(a, min(a + width, high) - 1) for a in edges[:-1]] + [(edges[-1], high)]
+    return core_histogram(values, bins, outside=True)
 
 
 def paragraph_stats(path: Path) -> dict[str, Any]:
@@ -38,7 +30,7 @@ def paragraph_stats(path: Path) -> dict[str, Any]:
     words = [len(r["text"].split()) for r in rows]
     tokens = [count_tokens(r["text"]) for r in rows]
     return {"paragraphs": len(rows), "blogs": len({r["blog_id"] for r in rows}),
-            "words": _describe(words), "tokens": _describe(tokens), "histogram": histogram(words)}
+            "words": describe(words), "tokens": describe(tokens), "histogram": histogram(words)}
 
 
 def qa_stats(path: Path, nota: str) -> dict[str, Any]:
@@ -52,9 +44,9 @@ def qa_stats(path: Path, nota: str) -> dict[str, Any]:
         "questions": len(every), "paragraphs": len(paragraphs),
         **{f"{s}_questions": len(v) for s, v in rows.items()},
         **{f"{s}_paragraphs": len({r["paragraph_id"] for r in v}) for s, v in rows.items()},
-        "paragraph": _describe([count_tokens(t) for t in paragraphs.values()]),
-        "question": _describe([count_tokens(r["question"]) for r in every]),
-        "correct": _describe(correct), "incorrect": _describe(incorrect),
+        "paragraph": describe([count_tokens(t) for t in paragraphs.values()]),
+        "question": describe([count_tokens(r["question"]) for r in every]),
+        "correct": describe(correct), "incorrect": describe(incorrect),
         "unanswerable_percent": 100.0 * sum(r["unanswerable"] for r in every) / len(every) if every else 0.0,
         "nota_distractor_percent": 100.0 * sum(sets.values()) / len(sets) if sets else 0.0,
         "nota_anywhere_percent": 100.0 * sum(any(r[f"answer{i}"] == nota for i in range(4)) for r in every)

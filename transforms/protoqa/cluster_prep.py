@@ -30,8 +30,9 @@ import numpy as np
 from data_specs.models import AnswersSection, ProposalsOptions
 from filters.protoqa import normalize_question, straighten_typography
 from transforms.core.accounting import Reject
+from transforms.core.errors import UserError
 from transforms.core.io import read_table
-from transforms.core.models import MiniLMEncoder, load_spacy
+from transforms.core.models import MiniLMEncoder, check_minilm, check_spacy, load_spacy
 
 READ = "read_answers"
 PROPOSE = "propose_clusters"
@@ -94,6 +95,14 @@ def make_embedder(name: str, batch_size: int = 128) -> Optional[Embedder]:
     raise ValueError(f"unknown answers.proposals.embedder.name {name!r}; known: minilm, none")
 
 
+def check_models(answers: AnswersSection) -> None:
+    """Check, before anything runs, the lemmatizer and embedder models the section names."""
+    if answers.lemmatizer.name == "spacy":
+        check_spacy(answers.lemmatizer.model, option="answers.lemmatizer.model")
+    if answers.proposals.embedder.name == "minilm":
+        check_minilm()
+
+
 def load_models(answers: AnswersSection) -> tuple[Lemmatizer, Optional[Embedder]]:
     """The lemmatizer and embedder (None: no embedding proposals) of the `answers` section."""
     embedder = answers.proposals.embedder
@@ -126,7 +135,7 @@ def read_crowd_answers(text: str) -> tuple[list[QuestionAnswers], list[Reject], 
     reader = csv.DictReader(io.StringIO(text))
     fields = {f.strip().lower(): f for f in reader.fieldnames or []}
     if "answer" not in fields or "question" not in fields:
-        raise ValueError("crowd answers CSV needs the columns question and answer "
+        raise UserError("crowd answers CSV needs the columns question and answer "
                          "(and optionally question_id, count)")
     questions: OrderedDict[str, QuestionAnswers] = OrderedDict()
     rejects, rows = [], 0

@@ -45,6 +45,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from transforms.core.errors import UserError
 from transforms.protoqa import wordnet as pw
 
 PREDICTION_LENGTH_LIMIT = 50
@@ -134,9 +135,12 @@ def load_targets(path: Union[str, Path]) -> Dict[str, Question]:
     """Read a targets JSONL file (e.g. ``dev.crowdsourced.jsonl``) into ``{qid: Question}``."""
     targets: Dict[str, Question] = {}
     with open(path, encoding="utf-8") as lines:
-        for line in lines:
+        for number, line in enumerate(lines, start=1):
             if line.strip():
-                q = question_from_json(json.loads(line))
+                try:
+                    q = question_from_json(json.loads(line))
+                except (ValueError, TypeError, KeyError, AttributeError) as error:
+                    raise UserError(f"{path}:{number}: not a protoqa-data question ({error})") from None
                 targets[q.qid] = q
     return targets
 
@@ -169,7 +173,10 @@ def parse_predictions(text: str) -> Dict[str, List[str]]:
 
 def load_predictions(path: Union[str, Path]) -> Dict[str, List[str]]:
     """Read a predictions file in either layout (see `parse_predictions`)."""
-    return parse_predictions(Path(path).read_text(encoding="utf-8"))
+    try:
+        return parse_predictions(Path(path).read_text(encoding="utf-8"))
+    except (ValueError, TypeError, AttributeError) as error:
+        raise UserError(f"{path}: not a predictions file ({error})") from None
 
 
 def preprocess_prediction(answer: str, length_limit: int = PREDICTION_LENGTH_LIMIT) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from pathlib import Path
-from typing import Sequence
 
 from transforms.core.io import read_table
+from transforms.core.stats import OPEN_END, bar_lines, histogram
 from transforms.protoqa.cluster_prep import read_prep
 from transforms.protoqa.release import read_records
 
@@ -30,16 +30,6 @@ def cluster_counts(path: Path, command: str) -> tuple[str, list[list[int]]]:
         [c["count"] for c in r["answers"]["clusters"].values()] for r in records]
 
 
-def _histogram(values: Sequence[int], bins: Sequence[tuple[int, int]], label: str, width: int = 40) -> list[str]:
-    counts = [sum(lo <= v <= hi for v in values) for lo, hi in bins]
-    top = max(counts) if counts and max(counts) else 1
-    lines = [label]
-    for (lo, hi), n in zip(bins, counts):
-        name = f"{lo}" if lo == hi else (f"{lo}+" if hi >= 10 ** 6 else f"{lo}-{hi}")
-        lines.append(f"  {name:>7} | {'#' * round(width * n / top):<{width}} {n}")
-    return lines
-
-
 def stats_from_counts(what: str, per_question: list[list[int]], top_k: int = 8) -> str:
     """Clusters per question, answers per cluster, top-k coverage and their histograms."""
     per_question = [c for c in per_question if c]
@@ -58,12 +48,13 @@ def stats_from_counts(what: str, per_question: list[list[int]], top_k: int = 8) 
              f"{'answers / question':<28}{statistics.mean(sum(c) for c in per_question):>10.2f}",
              f"{f'top-{top_k} coverage (%)':<28}{statistics.mean(coverage):>10.2f}   "
              f"(> 85: {sum(v > 85 for v in coverage)} of {len(coverage)})", ""]
-    lines += _histogram(clusters, [(i, i) for i in range(1, 13)] + [(13, 15), (16, 20), (21, 10 ** 6)],
-                        "clusters per question (cf. the paper's Figure 2)")
+    lines += bar_lines(histogram(clusters, [(i, i) for i in range(1, 13)] + [(13, 15), (16, 20), (21, OPEN_END)]),
+                       "clusters per question (cf. the paper's Figure 2)")
     lines.append("")
-    lines += _histogram([int(v) for v in coverage],
-                        [(0, 59), (60, 69), (70, 79), (80, 84), (85, 89), (90, 94), (95, 99), (100, 10 ** 6)],
-                        f"top-{top_k} coverage per question (% of its answers)")
+    lines += bar_lines(histogram([int(v) for v in coverage],
+                                 [(0, 59), (60, 69), (70, 79), (80, 84), (85, 89), (90, 94), (95, 99),
+                                  (100, OPEN_END)]),
+                       f"top-{top_k} coverage per question (% of its answers)")
     return "\n".join(lines)
 
 

@@ -43,7 +43,6 @@ correct when it matches a reference answer (`is_correct`: normalised exact match
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import logging
 import math
@@ -54,6 +53,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from data_specs.models import RecordHitsSection, RecordSplitsSection
+from transforms.core.accounting import stage_entry
+from transforms.core.errors import UserError
+from transforms.core.hashing import seeded_digest
 from transforms.core.io import read_table, write_json, write_rows
 from transforms.record.metric import is_correct, normalize_answer
 from transforms.record.readers.base import merge_candidates
@@ -239,7 +241,7 @@ def read_results(results_csv_path: PathLike) -> list[dict[str, str]]:
         reader = csv.DictReader(handle)
         missing = [c for c in RESULT_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
-            raise ValueError(f"{results_csv_path}: missing result columns {missing}")
+            raise UserError(f"{results_csv_path}: missing result columns {missing}")
         rows = list(reader)
     if "submit_time" in (reader.fieldnames or []):
         keys = _time_key([r["submit_time"] or "" for r in rows])
@@ -318,7 +320,7 @@ def tally_triples(submissions: Iterable[Submission], workers: Mapping[str, Worke
 
 def passage_hash(seed: int, passage_id: str) -> str:
     """The dev/test draw order of a passage: sha1 of f"{seed}:{passage_id}" (hex)."""
-    return hashlib.sha1(f"{seed}:{passage_id}".encode()).hexdigest()
+    return seeded_digest(seed, passage_id)
 
 
 def eval_targets(validated: int, pool: int, splits: RecordSplitsSection) -> tuple[int, int]:
@@ -444,13 +446,11 @@ def build_summary(inputs: int, excluded: int, outcome: Outcome, submissions: Seq
     """Counts per split, rejects by reason, workers blocked and the in = kept + rejected check.
 
     `stages` has the layout of `csdata record generate`'s summary, so
-    `transforms.accounting.format_summary` prints it and `balanced` flags lost triples.
+    `transforms.core.accounting.format_summary` prints it and `balanced` flags lost triples.
     """
     kept = {s: len(rows) for s, rows in outcome.splits.items()}
-    reasons = dict(sorted(Counter(r["reason"] for r in outcome.rejects).items()))
     blocked = [w for w, s in workers.items() if s.blocked]
-    stage = {"in": inputs, "kept": sum(kept.values()), "rejected": reasons,
-             "balanced": inputs == sum(kept.values()) + len(outcome.rejects)}
+    stage = stage_entry(inputs, sum(kept.values()), Counter(r["reason"] for r in outcome.rejects))
     return {
         "stages": {STAGE: stage},
         "splits": {s: {"triples": kept[s], "passages": len({r["passage_id"] for r in outcome.splits[s]})}

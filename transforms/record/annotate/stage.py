@@ -17,6 +17,7 @@ from apache_beam.utils import shared
 from data_specs import SpecError
 from data_specs.models import AnnotatorSection, CorefSection
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject, route
+from transforms.core.models import check_spacy
 from transforms.record.annotate import STAGE
 from transforms.record.annotate.backends.stanza_backend import StanzaAnnotator, check_stanza_resources
 from transforms.record.annotate.document import assemble_document
@@ -56,7 +57,19 @@ def check_stanza(annotator: AnnotatorSection) -> None:
     check_stanza_resources(annotator.stanza.resources_dir or None)
 
 
-PRECHECKS: dict[str, Callable[[AnnotatorSection], None]] = {"stanza": check_stanza}
+def check_spacy_model(annotator: AnnotatorSection) -> None:
+    """Raise ModelUnavailable now when the spaCy model or its NER / sentence component is missing."""
+    check_spacy(annotator.model, [annotator.sentences, "ner"], option="annotator.model")
+
+
+PRECHECKS: dict[str, Callable[[AnnotatorSection], None]] = {"spacy": check_spacy_model, "stanza": check_stanza}
+
+
+def check_models(annotator: AnnotatorSection) -> None:
+    """Check, before anything runs, every model the annotator section will load on the workers."""
+    for name in sorted({annotator.name, *annotator.per_input.values()}):
+        if name in PRECHECKS:
+            PRECHECKS[name](annotator)
 
 
 # Backends that run a model on the workers: name -> factory(annotator, coref). Backends that

@@ -15,9 +15,12 @@ label of the removed mention.
 """
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from data_specs.models import ReadersSection
+from transforms.core.errors import UserError
+from transforms.core.models import check_minilm
 from transforms.record.readers.base import Reader
 from transforms.record.readers.cross_encoder import CrossEncoderReader
 from transforms.record.readers.lexical import LexicalReader
@@ -40,3 +43,15 @@ def make_reader(choice: str, readers: ReadersSection, seed: int) -> Reader:
     if name == "predictions":
         return PredictionsReader(argument)
     raise ValueError(f"unknown reader {name!r}; known: {sorted(READERS)}")
+
+
+def check_reader(choice: str) -> None:
+    """Check, before anything runs, what the reader `choice` needs: the neural stack for the
+    cross-encoder, a readable predictions file for `predictions:FILE`."""
+    name, _, argument = choice.partition(":")
+    if name == "cross-encoder":
+        check_minilm()
+    elif name == "predictions" and "://" not in argument and not os.path.isfile(argument):
+        raise UserError(f"reader predictions:{argument}: no such file")
+    elif name not in READERS:
+        raise UserError(f"unknown reader {name!r}; known: {', '.join(READERS)}")

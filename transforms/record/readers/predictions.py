@@ -6,6 +6,7 @@ from typing import Any, Optional, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.core.errors import UserError
 from transforms.record.readers.base import PickleModels, Triple
 
 
@@ -20,7 +21,7 @@ class PredictionsReader(PickleModels):
 
     def __init__(self, path: Optional[str]):
         if not path:
-            raise ValueError("the predictions reader needs a file: --reader predictions:FILE")
+            raise UserError("the predictions reader needs a file: --reader predictions:FILE")
         if not FileSystems.exists(path):
             raise FileNotFoundError(f"predictions file not found: {path}")
         self._path = path
@@ -30,7 +31,7 @@ class PredictionsReader(PickleModels):
         with FileSystems.open(self._path) as handle:
             answers = json.loads(handle.read().decode("utf-8"))
         if not isinstance(answers, dict):
-            raise ValueError(f"{self._path}: expected a JSON object mapping query ids to answers")
+            raise UserError(f"{self._path}: expected a JSON object mapping query ids to answers")
         return {str(k): str(v) for k, v in answers.items()}
 
     def prepare(self, triple: Triple) -> str:
