@@ -1,4 +1,4 @@
-"""Passage filters of ReCoRD stage 1 (§3.1)."""
+"""ReCoRD predicates: the passage filters (§3.1) and the query-sentence filters (§3.2)."""
 from __future__ import annotations
 
 from typing import Collection, Iterable, Sequence

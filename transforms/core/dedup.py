@@ -1,9 +1,8 @@
-"""Stage 1 of ReCoRD (§3.1): drop duplicate articles, then cut passages from what is left.
+"""Near-duplicate removal by MinHash LSH, shared by ReCoRD's articles and ProtoQA's questions.
 
-Exact duplicates share an id; near duplicates are found with MinHash LSH: each article's
-signature is cut into bands, articles meeting in a band bucket are compared, and an article is
-dropped when it is similar to one with a smaller id. Both global steps group by key (id, band
-bucket), so no worker ever holds the corpus.
+Each element's signature is cut into bands, elements meeting in a band bucket are compared, and
+an element is dropped when it is similar to one with a smaller id. The global step groups by
+band bucket, so no worker ever holds the corpus.
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Writing PCollections of dict rows as Parquet shards with the schemas kept in data_specs/."""
+"""Parquet and JSON I/O: PCollections of dict rows as shards with the schemas kept in data_specs/,
+small plain-Python tables, reading a run's tables back, and `summary.json`."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""`csdata protoqa assign` (ProtoQA, issue #5): propose a cluster for new answer strings.
+"""`csdata protoqa assign`: propose an answer cluster for new answer strings, as assessors do.
 
 A new answer gets a cluster (or None: a new / invalid answer) by combining four signals per
 cluster, each the best over the cluster's member strings: the WordNet partition score
