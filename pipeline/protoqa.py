@@ -82,11 +82,7 @@ from transforms.protoqa.sheets import (
 from transforms.protoqa.stats import cluster_counts, format_agreement, format_coverage, stats_from_counts
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
 SAMPLES = REPO_ROOT / "tests" / "data" / "protoqa"
-
-
 RUN_FILE = "run.json"
 
 

@@ -21,10 +21,14 @@ def clear_output(output: str, tables: Sequence[str],
         if os.path.exists(os.path.join(output, name)):
             os.remove(os.path.join(output, name))
 
+
 def run_pipeline(pipeline: beam.Pipeline):
+    """Run `pipeline` to the end; returns its result."""
     result = pipeline.run()
     result.wait_until_finish()
     return result
 
+
 def default_options() -> PipelineOptions:
+    """Options of a library call without CLI flags: the in-process runner, which needs no download."""
     return PipelineOptions(["--runner=FnApiRunner"])
