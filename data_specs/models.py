@@ -53,6 +53,8 @@ Text = Annotated[str, Strict()]                      # may be empty ("" = unset 
 Name = Annotated[str, Strict(), MinLen(1)]
 Regex = Annotated[str, Strict(), AfterValidator(_check_regex), Expect("a regular expression")]
 Device = Literal["cpu", "cuda", "auto"]
+EncodingPolicy = Literal["lenient", "strict"]     # see transforms/core/text.py
+ControlPolicy = Literal["remove", "reject"]
 AnnotatorName = Literal["spacy", "stanza", "allennlp-predictions", "deepmind-metadata"]
 ScorerName = Literal["minilm", "bert-nsp", "overlap"]
 ReaderChoice = Annotated[
@@ -115,6 +117,9 @@ class RecordInputSection(SpecModel):
     """ReCoRD §3.1 (news article curation): reading CNN / Daily Mail stories."""
 
     default_source: Text
+    encoding: EncodingPolicy
+    control_chars: ControlPolicy
+    max_chars: Positive
 
 
 class RecordCurationSection(SpecModel):
@@ -286,6 +291,9 @@ class CosmosInputSection(SpecModel):
 
     drop_tokens: List[Text]
     unescape_html: Flag
+    encoding: EncodingPolicy
+    control_chars: ControlPolicy
+    max_chars: Positive
 
 
 class ParagraphSection(SpecModel):
@@ -432,6 +440,8 @@ class QuestionsSection(SpecModel):
     exclusions and flags."""
 
     source_default: Text
+    encoding: EncodingPolicy
+    control_chars: ControlPolicy
     near_duplicates: NearDuplicatesSection
     answers: QuestionAnswersCheck
     excluded_classes: Dict[Name, List[Regex]]

@@ -9,15 +9,36 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
+import signal
 import sys
 import traceback
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Optional, Sequence
 
 from data_specs import SpecError
+from pipeline.runner import (
+    beam_options,
+    check_beam_args,
+    check_inputs,
+    check_output,
+    check_run_dir,
+    commit,
+    discard_staging,
+    mark_finished,
+    staged,
+)
 from transforms.core.errors import UserError
+from transforms.core.progress import ENABLED_ENV as PROGRESS_ENV
+from transforms.core.progress import format_written
 
-DEFAULT_RUNNER = "FnApiRunner"
+try:
+    __version__ = version("csdata")
+except PackageNotFoundError:   # a source checkout that was never installed
+    __version__ = "0+unknown"
+QUIET_FLAGS = {"-q", "--quiet"}
 EXIT_USER_ERROR = 2        # argparse's code for usage errors, used for every user error
 EXIT_ACCOUNTING = 3        # a stage's in != kept + rejected
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as shells report Ctrl-C
@@ -36,16 +57,6 @@ def quiet_beam_import_warning() -> None:
     logging.getLogger().addFilter(lambda record: "apitools not found" not in record.getMessage())
 
 
-def beam_options(extra: Sequence[str]):
-    """PipelineOptions from the arguments csdata did not consume, with the offline runner default."""
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    args = list(extra)
-    if not any(a == "--runner" or a.startswith("--runner=") for a in args):
-        args.append(f"--runner={DEFAULT_RUNNER}")
-    return PipelineOptions(args)
-
-
 def _add_spec_args(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument("--spec", default=default,
                         help=f"spec name in data_specs/ or a YAML path (default: {default})")
@@ -57,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="csdata", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="log Beam's progress")
+    parser.add_argument("--version", action="version", version=f"csdata {__version__}")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress lines on stderr (they are on by default for long runs)")
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of an error, not just its one-line message")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -98,6 +112,42 @@ def cmd_demo(args, extra: Sequence[str]) -> int:
     return 0 if balanced else EXIT_ACCOUNTING
 
 
+def run_command(module, args: argparse.Namespace, extra: Sequence[str]) -> int:
+    """Check what can be checked before any work starts, then run a dataset command; a command
+    writing an output directory writes it beside `--output` and swaps it in on success."""
+    if extra and getattr(args, "command_parser", None) is None:
+        check_beam_args(extra)
+    if isinstance(getattr(args, "input", None), list):
+        check_inputs(args.input)
+    run_dir = getattr(args, "run_dir", None)
+    if isinstance(run_dir, str):
+        check_run_dir(run_dir)
+    if not getattr(args, "staged_output", False):
+        return module.run(args, extra, beam_options)
+    output = args.output
+    check_output(output)
+    with staged(output) as staging:
+        args.output = staging
+        code = module.run(args, extra, beam_options)
+        if code == 0:
+            mark_finished(staging, {"csdata": __version__, "command": " ".join(_command_words(args)),
+                                    "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+            commit(staging, output)
+            tables = sorted(p.name for p in Path(output).iterdir() if p.is_dir() and any(p.glob("*.parquet")))
+            print(f"\noutput: {output}" + (f"\n{format_written(output, tables)}" if tables else ""))
+        elif code == EXIT_ACCOUNTING:
+            print(f"csdata: a stage lost records; previous output at {output} kept, this run's "
+                  f"output left in {staging}", file=sys.stderr)
+        else:
+            shutil.rmtree(staging, ignore_errors=True)
+    return code
+
+
+def _command_words(args: argparse.Namespace) -> list[str]:
+    """`record generate`, `protoqa sheets import` ...: the subcommand names of a parsed line."""
+    return [v for k, v in vars(args).items() if k == "command" or k.endswith("_command") and isinstance(v, str)]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run `csdata` with the one error policy.
 
@@ -107,10 +157,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """
     quiet_beam_import_warning()   # before anything imports Beam
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv          # accepted anywhere on the line, not only before the command
-    argv = [a for a in argv if a != "--debug"]
+    debug = "--debug" in argv          # --debug and --quiet are accepted anywhere on the line
+    quiet, progress_before = bool(QUIET_FLAGS & set(argv)), os.environ.get(PROGRESS_ENV)
+    if quiet:
+        os.environ[PROGRESS_ENV] = "0"   # read where each pipeline is built, then pickled along
+    argv = [a for a in argv if a != "--debug" and a not in QUIET_FLAGS]
+    # SIGTERM (a scheduler, `kill`) ends a run like Ctrl-C: staging removed, previous output kept.
+    signal.signal(signal.SIGTERM, _interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not a job started with `&`
+        signal.signal(signal.SIGINT, _interrupt)
     try:
         return _main(argv)
+    except BaseException as error:
+        return _fail(error, debug)
+    finally:
+        if quiet:
+            os.environ.pop(PROGRESS_ENV, None)
+            if progress_before is not None:
+                os.environ[PROGRESS_ENV] = progress_before
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if signal.getsignal(signal.SIGINT) is _interrupt:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _fail(error: BaseException, debug: bool) -> int:
+    """The exit code (and the one line) for an exception that ended a command."""
+    try:
+        raise error
     except (SpecError, UserError) as error:
         return _user_error(str(error), debug)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as error:
@@ -120,8 +193,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
-        print("csdata: interrupted", file=sys.stderr)
+        print("csdata: interrupted; previous output kept", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _interrupt(signum: int, frame) -> None:
+    """End the run now: remove its staging directory (the previous output was never touched).
+
+    No exception is raised: the signal can land inside native code (a model loading in C++),
+    where a Python exception aborts the process instead of unwinding it.
+    """
+    discard_staging()
+    sys.stderr.write(f"csdata: interrupted ({signal.Signals(signum).name}); previous output kept\n")
+    sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _user_error(message: str, debug: bool) -> int:
@@ -137,10 +222,11 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
     for module in dataset_modules():
         if args.command == module.__name__.rsplit(".", 1)[-1]:
-            return module.run(args, extra, beam_options)
+            return run_command(module, args, extra)
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "stats":
+        check_run_dir(args.run_dir)
         code = cmd_stats(args)
         if code is None:
             parser.error(f"{args.run_dir} is not the output directory of a ReCoRD, Cosmos QA or "

@@ -24,9 +24,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from data_specs import load_dataset_spec
 from data_specs.models import CosmosSpec
 from pipeline.runner import clear_output, default_options, run_pipeline
-from transforms.core.accounting import Summarize, format_summary
+from transforms.core.accounting import STAGE_UNITS, Summarize, format_summary
 from transforms.core.io import WriteTable, read_summary, write_json, write_rows
 from transforms.core.models import check_spacy
+from transforms.core.progress import ProgressLine
 from transforms.cosmos.crowd import export_question_hits, import_results
 from transforms.cosmos.nota import SPLITS, assign_splits, decide_nota, instances_of, set_row
 from transforms.cosmos.paragraphs import (
@@ -57,22 +58,30 @@ PathLike = Union[str, Path]
 class GenerateCosmosParagraphs(beam.PTransform):
     """Stage 1 from input patterns to `{output}/{paragraphs,rejects}/` Parquet and summary.json."""
 
-    def __init__(self, spec: CosmosSpec, inputs: Sequence[str], output: str):
+    def __init__(self, spec: CosmosSpec, inputs: Sequence[str], output: str, progress: bool = True):
         super().__init__()
         self._spec, self._inputs, self._output = spec, list(inputs), output.rstrip("/")
+        self._progress = progress
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
         shards = spec.output.num_shards
+        progress = ProgressLine(self._progress)
         stories, read_rejects, read_tallies = pbegin | "ReadStories" >> ReadStories(self._inputs, spec.input)
+        stories = stories | "ProgressRead" >> progress.step("read", "stories")
         paragraphs, rejects, tallies = stories | "Paragraphs" >> Paragraphs(
             spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed)
+        # A story's segmentation starts with its `(segment, "in")` tally (see accounting.route).
+        segmented = progress.step("segmented", "stories",
+                                  count=lambda t: 1 if t[0] == (SEGMENT_STAGE, "in") else 0)
+        paragraphs = paragraphs | "ProgressKept" >> progress.step("kept", "paragraphs")
         (paragraphs | "ParagraphRows" >> beam.Map(lambda p: p.row())
          | "WriteParagraphs" >> WriteTable(out, "paragraphs", shards, dataset="cosmos"))
         ([read_rejects, *rejects] | "FlattenRejects" >> beam.Flatten()
          | "RejectRows" >> beam.Map(lambda r: r.row())
          | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="cosmos"))
         return ([read_tallies, *tallies] | "FlattenTallies" >> beam.Flatten()
+                | "ProgressSegmented" >> segmented
                 | "Summarize" >> Summarize(f"{out}/summary.json", STAGE_ORDER))
 
 
@@ -159,6 +168,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     paragraphs.add_argument("--input", action="append", required=True, metavar="PATTERN",
                             help="file, directory or glob of .xml / .jsonl / .txt (repeatable)")
     paragraphs.add_argument("--output", required=True, help="output directory (local or gs://)")
+    paragraphs.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(paragraphs, "cosmos")
 
     hits = sub.add_parser("hits", help="stage 2: crowd round trip (question writing, validation)")
@@ -186,6 +196,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     imp.add_argument("--questions", required=True, help="written question sets CSV")
     imp.add_argument("--validations", required=True, help="validation results CSV")
     imp.add_argument("--output", required=True)
+    imp.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(imp, "cosmos")
 
     release = sub.add_parser(
@@ -194,6 +205,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                     "without label for test. NOTA is written as 'None of the above choices .'.")
     release.add_argument("qa_dir", help="output directory of `csdata cosmos hits import`")
     release.add_argument("--output", required=True, help="directory for the three files")
+    release.set_defaults(staged_output=True)   # written beside --output, then swapped in
 
 
 def run(args, extra: Sequence[str], beam_options) -> int:
@@ -203,7 +215,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     if command == "paragraphs":
         spec = load_dataset_spec(CosmosSpec, args.spec, args.overrides)
         summary = run_paragraphs(spec, args.input, args.output, beam_options(extra))
-        print(format_summary(summary))
+        print(format_summary(summary, STAGE_UNITS["cosmos"]))
         return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
     if command == "hits":
         spec = load_dataset_spec(CosmosSpec, args.spec, args.overrides)
@@ -216,7 +228,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
               f"; unanswerable sets {summary['nota']['unanswerable_sets']}, "
               f"false-negative NOTA sets {summary['nota']['false_negative_sets']} "
               f"of {summary['nota']['valid_sets']} valid")
-        print(format_summary({"stages": summary["stages"]}))
+        print(format_summary({"stages": summary["stages"]}, STAGE_UNITS["cosmos"]))
         return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
     if command == "export":
         counts = export_release(args.qa_dir, args.output)

@@ -31,9 +31,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from data_specs import ProtoqaSpec, load_dataset_spec, validate_spec
 from pipeline.runner import clear_output, default_options, run_pipeline
-from transforms.core.accounting import Summarize, format_summary, stage_entry
+from transforms.core.accounting import STAGE_UNITS, Summarize, format_summary, stage_entry
 from transforms.core.io import WriteTable, read_summary, write_json, write_rows
 from transforms.core.models import check_minilm
+from transforms.core.progress import ProgressLine
 from transforms.protoqa import metric as pm
 from transforms.protoqa.assign import (
     ClusterAssigner,
@@ -52,7 +53,14 @@ from transforms.protoqa.cluster_prep import (
     read_crowd_answers,
     read_prep,
 )
-from transforms.protoqa.questions import QUESTION_STAGES, CurateQuestions, read_id_list, scraped_jsonl
+from transforms.protoqa.questions import (
+    QUESTION_STAGES,
+    CurateQuestions,
+    ReadQuestionLines,
+    question_units,
+    read_id_list,
+    scraped_jsonl,
+)
 from transforms.protoqa.release import (
     COVERAGE,
     RELEASE_STAGES,
@@ -107,6 +115,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     questions.add_argument("--input", action="append", required=True, metavar="PATTERN",
                            help="protoqa-data JSONL file or glob (repeatable)")
     questions.add_argument("--output", required=True, help="output directory (local or gs://)")
+    questions.set_defaults(staged_output=True)   # written beside --output, then swapped in
     questions.add_argument("--omitted", action="append", default=[], metavar="PATH",
                            help="questions to drop: protoqa-data JSONL (omitted.jsonl; matched by id "
                                 "and by normalised question) or one id per line (repeatable)")
@@ -126,6 +135,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                     "Writes OUTPUT/answers/ and OUTPUT/rejects/ Parquet and OUTPUT/summary.json.")
     prep.add_argument("--answers", required=True, help="crowd answers CSV")
     prep.add_argument("--output", required=True)
+    prep.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(prep, "protoqa")
 
     sheets = sub.add_parser("sheets", help="the annotator round trip: export, import (BLANC), adjudicate")
@@ -138,6 +148,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                     "answer that belongs to no cluster).")
     export.add_argument("--prep", required=True, help="output directory of `protoqa cluster-prep`")
     export.add_argument("--output", required=True, help="directory for sheet_<annotator>.csv")
+    export.set_defaults(staged_output=True)   # written beside --output, then swapped in
     export.add_argument("--annotator", action="append", default=[], metavar="NAME",
                         help="annotator name (repeatable; default: A and B)")
     add_spec_args(export, "protoqa")
@@ -157,6 +168,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                      help="the two label columns (default: annotator_cluster of each sheet, or the "
                           "first two label columns of a single sheet)")
     imp.add_argument("--output", required=True)
+    imp.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(imp, "protoqa")
 
     adj = sheet_cmds.add_parser(
@@ -169,6 +181,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     adj.add_argument("--sheet", required=True)
     adj.add_argument("--column", help="label column (default: adjudicated, annotator_cluster or Combined)")
     adj.add_argument("--output", required=True)
+    adj.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(adj, "protoqa")
 
     release = sub.add_parser(
@@ -182,6 +195,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     release.add_argument("--input", action="append", required=True, metavar="JSONL",
                          help="protoqa-data JSONL with clusters (adjudicated.jsonl; repeatable)")
     release.add_argument("--output", required=True)
+    release.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(release, "protoqa")
 
     score = sub.add_parser(
@@ -278,11 +292,12 @@ def run_questions(spec: ProtoqaSpec, inputs: Sequence[str], output: str, omitted
                 handle.write((scraped_jsonl(row) + "\n").encode("utf-8"))
 
     pipeline = beam.Pipeline(options=options or default_options())
-    lines = pipeline | "Read" >> beam.io.ReadFromText(inputs[0]) if len(inputs) == 1 else (
-        [pipeline | f"Read{i}" >> beam.io.ReadFromText(p) for i, p in enumerate(inputs)]
-        | "FlattenInputs" >> beam.Flatten())
+    lines = pipeline | "Read" >> ReadQuestionLines(inputs)
+    progress = ProgressLine()   # lead: ProgressLine(progress) once run_questions takes `progress`
+    lines = lines | "ProgressRead" >> progress.step("read", "questions", count=question_units)
     rows, rejects, tallies = lines | "CurateQuestions" >> CurateQuestions(
         spec.questions, spec.seed, omitted_ids, omitted_questions, flagged_ids)
+    rows = rows | "ProgressKept" >> progress.step("kept", "questions")
     rows | "WriteQuestions" >> WriteTable(out, "questions", shards, dataset="protoqa")
     (rows | "CollectRows" >> beam.combiners.ToList() | "WriteJsonl" >> beam.Map(write_jsonl))
     (rejects | "RejectRows" >> beam.Map(lambda r: r.row())
@@ -486,11 +501,11 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     if command == "questions":
         summary = run_questions(spec, args.input, args.output, args.omitted, args.flagged,
                                 beam_options(extra))
-        print(format_summary(summary))
+        print(format_summary(summary, STAGE_UNITS["protoqa"]))
         return 0 if _balanced(summary) else 3
     if command == "cluster-prep":
         summary = run_cluster_prep(spec, args.answers, args.output)
-        print(format_summary(summary))
+        print(format_summary(summary, STAGE_UNITS["protoqa"]))
         return 0 if _balanced(summary) else 3
     if command == "sheets":
         if args.sheets_command == "export":
@@ -502,14 +517,14 @@ def run(args, extra: Sequence[str], beam_options) -> int:
             return 0
         if args.sheets_command == "adjudicate":
             summary = run_adjudicate(spec, args.sheet, args.output, args.column)
-            print(format_summary(summary))
+            print(format_summary(summary, STAGE_UNITS["protoqa"]))
             return 0 if _balanced(summary) else 3
     if command == "release":
         result = run_release(spec, args.input, args.output)
         print(format_coverage(result["coverage"]))
         splits = result["summary"]["splits"]
         print("splits: " + ", ".join(f"{k} {len(v)}" for k, v in splits.items()))
-        print(format_summary(result["summary"]))
+        print(format_summary(result["summary"], STAGE_UNITS["protoqa"]))
         return 0 if _balanced(result["summary"]) else 3
     raise SystemExit(f"unknown protoqa command {command!r}")
 
@@ -526,11 +541,11 @@ def demo(output_dir: Path, make_options) -> bool:
     summary = run_questions(spec, [str(SAMPLES / "scraped.jsonl")], str(out / "questions"),
                             [str(SAMPLES / "omitted.jsonl")], [str(SAMPLES / "flagged.txt")],
                             make_options())
-    print(format_summary(summary))
+    print(format_summary(summary, STAGE_UNITS["protoqa"]))
     summaries = [summary]
     print(f"\nProtoQA cluster prep on {rel}/crowd_answers.csv -> {out / 'prep'}")
     summaries.append(run_cluster_prep(spec, str(SAMPLES / "crowd_answers.csv"), str(out / "prep")))
-    print(format_summary(summaries[-1]))
+    print(format_summary(summaries[-1], STAGE_UNITS["protoqa"]))
     run_sheets_export(str(out / "prep"), str(out / "sheets"), ["A", "B"])
     print(f"\nProtoQA sheets: blank sheets in {out / 'sheets'}; agreement of the SAMPLE filled sheets "
           f"{rel}/sheets/annotator_{{a,b}}.csv (invented sample inputs)")
@@ -540,11 +555,11 @@ def demo(output_dir: Path, make_options) -> bool:
     print(f"\nProtoQA adjudication of the SAMPLE sheet {rel}/sheets/adjudicated.csv and release")
     summaries.append(run_adjudicate(spec, str(SAMPLES / "sheets" / "adjudicated.csv"),
                                     str(out / "adjudicated")))
-    print(format_summary(summaries[-1]))
+    print(format_summary(summaries[-1], STAGE_UNITS["protoqa"]))
     result = run_release(spec, [str(out / "adjudicated" / "adjudicated.jsonl")], str(out / "release"))
     summaries.append(result["summary"])
     print(format_coverage(result["coverage"]))
-    print(format_summary(result["summary"]))
+    print(format_summary(result["summary"], STAGE_UNITS["protoqa"]))
     print()
     print(stats(out / "release"))
     return all(_balanced(s) for s in summaries)

@@ -23,10 +23,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs import RecordSpec, load_dataset_spec
 from pipeline.runner import clear_output, default_options, run_pipeline
-from transforms.core.accounting import Ledger, Stage, Summarize, format_summary
+from transforms.core.accounting import STAGE_UNITS, Ledger, Stage, Summarize, format_summary
 from transforms.core.dedup import DEDUP_NEAR, DropNearDuplicates
 from transforms.core.errors import UserError
 from transforms.core.io import WriteTable, read_summary, write_json
+from transforms.core.progress import ProgressLine
 from transforms.record.annotate import STAGE as ANNOTATE_STAGE
 from transforms.record.annotate.backends.allennlp import write_inputs
 from transforms.record.annotate.compare import CompareAnnotations, compare_report
@@ -78,12 +79,13 @@ class GenerateRecord(beam.PTransform):
     """Stages 1-2 from input patterns to Parquet under `output`; writes `summary.json` too."""
 
     def __init__(self, spec: RecordSpec, inputs: Sequence[str], output: str,
-                 url_lists: Sequence[str] = ()):
+                 url_lists: Sequence[str] = (), progress: bool = True):
         super().__init__()
         self._spec = spec
         self._inputs = list(inputs)
         self._output = output.rstrip("/")
         self._url_lists = list(url_lists)
+        self._progress = progress
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
@@ -91,8 +93,10 @@ class GenerateRecord(beam.PTransform):
         shards = spec.output.num_shards
         ledger = Ledger()
         collect = ledger.add
+        progress = ProgressLine(self._progress)
         articles = collect(pbegin | "ReadArticles" >> ReadArticles(
-            self._inputs, spec.input.default_source))
+            self._inputs, spec.input))
+        articles = articles | "ProgressRead" >> progress.step("read", "articles")
         url_info = read_url_info(pbegin, self._url_lists)
         articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds(url_info))
         if near.enabled:
@@ -103,11 +107,13 @@ class GenerateRecord(beam.PTransform):
                 max_bucket=near.max_bucket))
         splits = collect(articles | "SplitPassages" >> Stage(SPLIT, make_split_fn(passage)))
         annotated = collect(splits | "Annotate" >> Annotate(spec.annotator, spec.coref))
+        annotated = annotated | "ProgressAnnotated" >> progress.step("annotated", "articles")
         passages = collect(annotated | "FilterPassages" >> Stage(
             PASSAGE_STAGE, lambda a: filter_passage(a, passage)))
         sentence_results = collect(passages | "FilterSentences" >> Stage(
             SENTENCE_STAGE, lambda a: sentence_queries(a, query), units=lambda a: len(a.sentences)))
-        queries = sentence_results | "FlattenQueries" >> beam.FlatMap(lambda rows: rows)
+        queries = (sentence_results | "FlattenQueries" >> beam.FlatMap(lambda rows: rows)
+                   | "ProgressQueries" >> progress.step("written", "queries"))
 
         (passages | "PassageRows" >> beam.Map(passage_row)
          | "WritePassages" >> WriteTable(out, "passages", shards))
@@ -135,17 +141,22 @@ class FilterRecord(beam.PTransform):
     The reader and the number of folds are the spec's `filter.reader` and `filter.folds`.
     """
 
-    def __init__(self, spec: RecordSpec, run_dir: str, output: str):
+    def __init__(self, spec: RecordSpec, run_dir: str, output: str, progress: bool = True):
         super().__init__()
         self._spec, self._run_dir, self._output = spec, run_dir.rstrip("/"), output.rstrip("/")
+        self._progress = progress
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
         shards = spec.output.num_shards
         passages = pbegin | "ReadPassages" >> beam.io.ReadFromParquet(f"{self._run_dir}/passages/*.parquet")
         queries = pbegin | "ReadQueries" >> beam.io.ReadFromParquet(f"{self._run_dir}/queries/*.parquet")
+        progress = ProgressLine(self._progress)
+        queries = queries | "ProgressRead" >> progress.step("read", "triples")
         kept, dropped, rejects, tallies, fold_stats = (passages, queries) | "MachineFilter" >> MachineFilter(
             spec.filter, spec.seed, out)
+        kept = kept | "ProgressKept" >> progress.step("predicted", "triples")
+        dropped = dropped | "ProgressDropped" >> progress.step("predicted", "triples")
         passages | "WritePassages" >> WriteTable(out, "passages", shards)
         kept | "WriteKept" >> WriteTable(out, "queries", shards, schema="filtered_queries")
         dropped | "WriteDropped" >> WriteTable(out, "dropped", shards, schema="filtered_queries")
@@ -200,7 +211,7 @@ class CompareRecordAnnotators(beam.PTransform):
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
-        articles, _, _ = pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input.default_source)
+        articles, _, _ = pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input)
         url_info = read_url_info(pbegin, self._url_lists)
         articles, _, _ = articles | "DropDuplicateIds" >> DropDuplicateIds(url_info)
         splits, _, _ = articles | "SplitPassages" >> Stage(SPLIT, make_split_fn(spec.passage))
@@ -235,7 +246,7 @@ def run_annotation_inputs(spec: RecordSpec, inputs: Sequence[str], output: str,
                           url_lists: Sequence[str] = (), options: Optional[PipelineOptions] = None) -> None:
     """Write `coref_input.jsonl` and `ner_input.jsonl` for `allennlp predict` (one shard each)."""
     pipeline = beam.Pipeline(options=options or default_options())
-    articles, _, _ = pipeline | "ReadArticles" >> ReadArticles(list(inputs), spec.input.default_source)
+    articles, _, _ = pipeline | "ReadArticles" >> ReadArticles(list(inputs), spec.input)
     url_info = read_url_info(pipeline, url_lists)
     articles, _, _ = articles | "DropDuplicateIds" >> DropDuplicateIds(url_info)
     lines = articles | "InputLines" >> beam.Map(lambda a: write_inputs([a]))
@@ -265,6 +276,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     generate.add_argument("--input", action="append", required=True, metavar="PATTERN",
                           help="file, directory, glob or .tgz of stories / JSONL (repeatable)")
     generate.add_argument("--output", required=True, help="output directory (local or gs://)")
+    generate.set_defaults(staged_output=True)   # written beside --output, then swapped in
     generate.add_argument("--url-list", action="append", default=[], metavar="PATH",
                           help="published URL list (all_train.txt ...): url, source, split per article")
     generate.add_argument("--annotator", help="annotation backend for every input, overriding the spec: "
@@ -279,6 +291,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     compare.add_argument("--input", action="append", required=True, metavar="PATTERN")
     compare.add_argument("--url-list", action="append", default=[], metavar="PATH")
     compare.add_argument("--output", required=True)
+    compare.set_defaults(staged_output=True)   # written beside --output, then swapped in
     compare.add_argument("--a", default="spacy", help="reference backend (default: spacy)")
     compare.add_argument("--b", required=True, help="backend compared with A")
     add_spec_args(compare, "record")
@@ -291,6 +304,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     inputs.add_argument("--input", action="append", required=True, metavar="PATTERN")
     inputs.add_argument("--url-list", action="append", default=[], metavar="PATH")
     inputs.add_argument("--output", required=True)
+    inputs.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(inputs, "record")
 
     filter_ = record_cmds.add_parser(
@@ -301,6 +315,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                     "Other options go to Beam.")
     filter_.add_argument("run_dir", help="output directory of `csdata record generate`")
     filter_.add_argument("--output", required=True)
+    filter_.set_defaults(staged_output=True)   # written beside --output, then swapped in
     filter_.add_argument("--reader", help="lexical (default), cross-encoder, or predictions:FILE "
                                           "(a JSON object {query_id: answer} from any external reader)")
     filter_.add_argument("--folds", type=int, help="number of folds (default: spec filter.folds = 5)")
@@ -334,6 +349,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     hits_import.add_argument("--run", required=True, dest="run_dir",
                              help="the filtered run the HITs were exported from")
     hits_import.add_argument("--output", required=True)
+    hits_import.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(hits_import, "record")
 
     export = record_cmds.add_parser("export", help="write a run as ReCoRD JSON or SuperGLUE JSONL")
@@ -358,7 +374,7 @@ def _generate(args, options: PipelineOptions) -> int:
         spec = with_annotator(spec, args.annotator)
     run_record(spec, args.input, args.output, args.url_list, options)
     summary = read_summary(f"{args.output.rstrip('/')}/summary.json")
-    print(format_summary(summary))
+    print(format_summary(summary, STAGE_UNITS["record"]))
     return 0 if _balanced(summary) else 3
 
 
@@ -387,7 +403,7 @@ def _filter(args, options: PipelineOptions) -> int:
     spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     summary = run_filter(spec, args.run_dir, args.output, args.reader, args.folds, options)
     print(format_filter_summary(summary))
-    print(format_summary({"stages": summary["stages"]}))
+    print(format_summary({"stages": summary["stages"]}, STAGE_UNITS["record"]))
     return 0 if _balanced(summary) else 3
 
 
@@ -413,7 +429,7 @@ def _hits(args) -> int:
     splits = ", ".join(f"{name} {entry['triples']}" for name, entry in summary["splits"].items())
     print(f"splits: {splits}; workers blocked: {summary['workers']['blocked']} of "
           f"{summary['workers']['total']} (their assignments: {args.output}/republish.csv)")
-    print(format_summary({"stages": summary["stages"]}))
+    print(format_summary({"stages": summary["stages"]}, STAGE_UNITS["record"]))
     return 0 if _balanced(summary) else 3
 
 
@@ -464,7 +480,7 @@ def demo(output_dir: Path, make_options) -> bool:
     print(f"ReCoRD stages 1-2 on {DEMO_DATA.relative_to(REPO_ROOT)} -> {output}")
     run_record(spec, inputs, str(output), url_lists, make_options())
     summary = read_summary(str(output / "summary.json"))
-    print(format_summary(summary))
+    print(format_summary(summary, STAGE_UNITS["record"]))
     print()
     print(format_table(record_stats(str(output)), spec.paper_table1))
     filtered = Path(output_dir) / "record-filtered"

@@ -1,25 +1,45 @@
-"""Running a Beam pipeline from the CLI: options, the offline runner default, output clearing."""
+"""Running a command safely: the offline runner default, checks before any work starts, and the
+output-staging rule (a run writes beside `--output` and is swapped in only when it finished and
+its accounting holds, so a failed or interrupted run leaves the previous output as it was)."""
 from __future__ import annotations
 
+import contextlib
+import glob
+import json
 import os
-from typing import Sequence
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Sequence
 
-import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+from transforms.core.errors import UserError
+
+if TYPE_CHECKING:
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+DEFAULT_RUNNER = "FnApiRunner"
+STAGING_SUFFIX = ".csdata-staging"
+PREVIOUS_SUFFIX = ".csdata-previous"
+ACTIVE_STAGING: list[Path] = []   # staging directories of the runs in progress in this process
+RUN_MARKER = "csdata-run.json"                # written into every finished output directory
+RUN_MARKERS = (RUN_MARKER, "summary.json", "run.json")   # a finished csdata run has one of these
 
 
-def clear_output(output: str, tables: Sequence[str],
-                 files: Sequence[str] = ("summary.json",)) -> None:
-    """Remove the tables and summaries of an earlier run in a local output directory."""
-    import shutil
+def beam_options(extra: Sequence[str]) -> PipelineOptions:
+    """PipelineOptions from the arguments csdata did not consume, with the offline runner default."""
+    from apache_beam.options.pipeline_options import PipelineOptions
 
-    if "://" in output:
-        return
-    for table in tables:
-        shutil.rmtree(os.path.join(output, table), ignore_errors=True)
-    for name in files:
-        if os.path.exists(os.path.join(output, name)):
-            os.remove(os.path.join(output, name))
+    args = list(extra)
+    if not any(a == "--runner" or a.startswith("--runner=") for a in args):
+        args.append(f"--runner={DEFAULT_RUNNER}")
+    return PipelineOptions(args)
+
+
+def default_options() -> PipelineOptions:
+    """Options of a library call without CLI flags: the in-process runner, which needs no download."""
+    return beam_options([])
 
 
 def run_pipeline(pipeline: beam.Pipeline):
@@ -29,6 +49,139 @@ def run_pipeline(pipeline: beam.Pipeline):
     return result
 
 
-def default_options() -> PipelineOptions:
-    """Options of a library call without CLI flags: the in-process runner, which needs no download."""
-    return PipelineOptions(["--runner=FnApiRunner"])
+def clear_output(output: str, tables: Sequence[str],
+                 files: Sequence[str] = ("summary.json",)) -> None:
+    """Remove the tables and summaries of an earlier run in a local output directory."""
+    if "://" in output:
+        return
+    for table in tables:
+        shutil.rmtree(os.path.join(output, table), ignore_errors=True)
+    for name in files:
+        if os.path.exists(os.path.join(output, name)):
+            os.remove(os.path.join(output, name))
+
+
+# ---- checks before any work starts ---------------------------------------------------------------
+
+def check_beam_args(extra: Sequence[str]) -> None:
+    """Refuse options that neither csdata nor Beam knows (`--spce`), instead of Beam's warning."""
+    import argparse
+
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pending = [PipelineOptions]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        with contextlib.suppress(argparse.ArgumentError):
+            cls._add_argparse_args(parser)   # Beam's own hook: how PipelineOptions parses argv
+    _, unknown = parser.parse_known_args(list(extra))
+    flags = [a for a in unknown if a.startswith("-")]
+    if flags:
+        raise UserError(f"unrecognized option {flags[0]} (not a csdata or Beam option; see --help)")
+
+
+def check_inputs(patterns: Sequence[str]) -> None:
+    """Every local input pattern (file, directory or glob) must match at least one file."""
+    for pattern in patterns:
+        if "://" in pattern:
+            continue
+        if os.path.isdir(pattern):
+            if not any(files for _, _, files in os.walk(pattern)):
+                raise UserError(f"--input {pattern}: the directory holds no file")
+        elif not glob.glob(pattern):
+            raise UserError(f"--input {pattern} matches no file")
+
+
+def check_run_dir(run_dir: str) -> None:
+    """A directory given as a finished run must hold a run's summary (a failed run leaves none)."""
+    if "://" in run_dir:
+        return
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise UserError(f"{run_dir}: no such directory")
+    if not any((path / marker).is_file() for marker in RUN_MARKERS):
+        raise UserError(f"{run_dir} is not the output of a finished csdata run (no summary.json)")
+
+
+def check_output(output: str) -> None:
+    """`--output` must be creatable and writable, and must not be a directory of something else."""
+    if "://" in output:
+        return
+    path = Path(output)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"--output {output} is a file, not a directory")
+    if path.is_dir() and any(path.iterdir()) and not any((path / m).is_file() for m in RUN_MARKERS):
+        raise UserError(f"--output {output} is a non-empty directory that is not a csdata run; "
+                        "choose a new or empty directory")
+    parent = path.resolve().parent
+    while not parent.exists():
+        parent = parent.parent
+    try:   # a probe beside the output: permissions, read-only file systems, root or not
+        tempfile.TemporaryDirectory(dir=parent, prefix=".csdata-probe-").cleanup()
+        if path.is_dir() and not os.access(path, os.W_OK):
+            raise PermissionError(path)
+    except OSError:
+        raise UserError(f"--output {output}: cannot write there") from None
+
+
+# ---- output staging --------------------------------------------------------------------------
+
+def staging_path(output: str) -> Path:
+    """Where a run into `output` writes until it is swapped in: beside it, hidden."""
+    path = Path(output).resolve()
+    return path.with_name(f".{path.name}{STAGING_SUFFIX}")
+
+
+@contextlib.contextmanager
+def staged(output: str) -> Iterator[str]:
+    """Yield the directory a run writes into; `commit(staging, output)` swaps it in.
+
+    On any exception (Ctrl-C and SIGTERM included) the staging directory is removed and the
+    previous output is untouched. Remote outputs (gs://...) are written in place.
+    """
+    if "://" in output:
+        yield output
+        return
+    staging = staging_path(output)
+    shutil.rmtree(staging, ignore_errors=True)   # a stale one from a killed run
+    staging.mkdir(parents=True)
+    ACTIVE_STAGING.append(staging)
+    try:
+        yield str(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        ACTIVE_STAGING.remove(staging)
+
+
+def discard_staging() -> None:
+    """Remove the staging directories of the runs in progress (a signal handler calls this)."""
+    for staging in list(ACTIVE_STAGING):
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def mark_finished(staging: str, info: dict) -> None:
+    """Write the marker of a finished run (what ran, with which csdata, when) into `staging`."""
+    if "://" not in staging:
+        Path(staging, RUN_MARKER).write_text(json.dumps(info, indent=2), encoding="utf-8")
+
+
+def commit(staging: str, output: str) -> None:
+    """Replace `output` by the finished run in `staging` (two renames in the same directory)."""
+    if staging == output:
+        return
+    target = Path(output).resolve()
+    previous = target.with_name(f".{target.name}{PREVIOUS_SUFFIX}")
+    shutil.rmtree(previous, ignore_errors=True)
+    # No interrupt between the two renames: the output is always either the old or the new run.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        if target.exists():
+            target.rename(previous)
+        Path(staging).rename(target)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    shutil.rmtree(previous, ignore_errors=True)

@@ -71,14 +71,23 @@ def test_users_own_spec_file_is_validated(tmp_path, capsys):
      ["bert-nsp", "model_path"]),
     (["cosmos", "paragraphs", "--input", str(DATA / "cosmos" / "blogs"), "--set", "sentences.model=xx_no_such_sm"],
      ["xx_no_such_sm", "sentences.model"]),
-    (["record", "filter", str(DATA / "record"), "--reader", "predictions:/no/such/file.json"],
-     ["/no/such/file.json"]),
 ])
 def test_missing_model_is_found_before_the_run_starts(tmp_path, capsys, argv, words):
     out = previous_output(tmp_path)
     assert main(argv + ["--output", str(out)]) == 2
     line = one_line_error(capsys)
     assert all(w in line for w in words), line
+    assert_untouched(out)
+
+
+def test_missing_predictions_file_is_found_before_the_filter_runs(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text('{"stages": {}}')
+    out = previous_output(tmp_path)
+    assert main(["record", "filter", str(run), "--reader", "predictions:/no/such/file.json",
+                 "--output", str(out)]) == 2
+    assert "/no/such/file.json" in one_line_error(capsys)
     assert_untouched(out)
 
 

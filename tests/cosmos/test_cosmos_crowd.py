@@ -30,6 +30,7 @@ def write_paragraphs(run: Path, n: int = 6) -> dict[str, str]:
              "cut_before": float("nan"), "cut_after": float("nan"), "origin": "test"} for pid, t in texts.items()]
     (run / "paragraphs").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), run / "paragraphs" / "part-0.parquet")
+    (run / "summary.json").write_text('{"stages": {}}')   # a finished stage-1 run has one
     return texts
 
 
@@ -282,7 +283,7 @@ def test_cli_round_trip(tmp_path, simulated):
                  "--validations", str(validations), "--output", str(qa),
                  "--set", "answer_scorer.name=overlap", "--set", "splits.excellent_workers=[W-EXCELLENT]"]) == 0
     assert main(["cosmos", "export", str(qa), "--output", str(tmp_path / "release")]) == 0
-    assert sorted(p.name for p in (tmp_path / "release").iterdir()) == ["dev.csv", "test.jsonl", "train.csv"]
+    assert sorted(p.name for p in (tmp_path / "release").iterdir()) == ["csdata-run.json", "dev.csv", "test.jsonl", "train.csv"]
     assert cosmos.is_run(qa)
     text = cosmos.stats(qa)
     assert "unanswerable questions %" in text and "6.7" in text

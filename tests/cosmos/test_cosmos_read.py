@@ -36,8 +36,9 @@ def test_blog_file_posts_become_stories_of_the_blogger():
 def test_latin1_blog_file_is_decoded():
     raw = LATIN1.read_bytes()
     assert b"caf\xe9" in raw                         # really latin-1 on disk
-    assert decode(raw)[1] == "cp1252"
+    assert decode(raw).encoding == "cp1252"
     (story,) = stories_of(LATIN1)
+    assert story.encoding == "cp1252" and story.flags == ()
     assert "café" in story.text and "señor" in story.text and "£3" in story.text and "½" in story.text
 
 

@@ -58,6 +58,28 @@ def test_sentences_of_the_rest_keep_their_characters(annotator):
         assert all(s.text[e.start:e.end] == e.text for e in s.entities)
 
 
+def test_a_text_longer_than_spacys_limit_is_a_quiet_reject_not_a_crash(annotator, caplog):
+    import logging
+
+    from transforms.core.accounting import Reject
+
+    caplog.set_level(logging.DEBUG)
+    short = Article(id="short", paragraphs=("Anna Berg went to Oslo.", "Berg came back."), highlights=("h",))
+    long = Article(id="long", paragraphs=("Anna Berg went to Oslo. " * 4, "Berg came back."), highlights=("h",))
+    limit = annotator.nlp.max_length
+    annotator.nlp.max_length = 60                 # the long body: 4 x 24 = 96 characters
+    try:
+        results = annotator.annotate([make_split(long, 1, 20), make_split(short, 1, 5)])
+    finally:
+        annotator.nlp.max_length = limit
+    rejected, annotated = results
+    assert rejected == Reject("annotate", "text_too_long", "long",
+                              "a text of 96 characters, more than spaCy's max_length (60)")
+    assert annotated.split.article.id == "short"
+    assert {e.text for e in annotated.passage_entities} >= {"Anna Berg", "Oslo"}
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
 def test_missing_model_fails_with_a_clear_message():
     with pytest.raises(ModelUnavailable, match="not installed"):
         load_ner_pipeline("xx_no_such_model", "senter")

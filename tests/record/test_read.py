@@ -5,6 +5,7 @@ import tarfile
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
+from data_specs import load_spec
 from tests.conftest import DATA, beam_test_pipeline
 from transforms.core.files import expand_local_inputs
 from transforms.record.read import SUPPORTED_SUFFIXES, ReadArticles
@@ -42,10 +43,18 @@ def test_unreadable_records_become_named_rejects(tmp_path):
         '["a list"]\n', encoding="utf-8")
     (tmp_path / "latin1.story").write_bytes("Caf\xe9 story.".encode("latin-1"))
     (tmp_path / "notes.txt").write_text("hello", encoding="utf-8")
+    inputs = [str(tmp_path / "rows.jsonl"), str(tmp_path / "latin1.story"), str(tmp_path / "notes.txt")]
     with beam_test_pipeline() as p:
-        articles, rejects, _ = p | ReadArticles([str(tmp_path / "rows.jsonl"),
-                                                 str(tmp_path / "latin1.story"),
-                                                 str(tmp_path / "notes.txt")])
+        articles, rejects, _ = p | ReadArticles(inputs)
+        # lenient decoding (the default): the Latin-1 story is read, its encoding kept
+        assert_that(articles | beam.Map(lambda a: (a.id, a.paragraphs, a.encoding)),
+                    equal_to([("ok", ("One.", "Two."), "utf-8"), ("latin1", ("Caf\xe9 story.",), "cp1252")]))
+        assert_that(rejects | beam.Map(lambda r: (r.stage, r.reason)),
+                    equal_to([("read", "malformed_json"), ("read", "empty_article"),
+                              ("read", "malformed_json"), ("read", "unsupported_file")]), label="rejects")
+    with beam_test_pipeline() as p:
+        strict = load_spec("record", ["input.encoding=strict"]).input
+        articles, rejects, _ = p | ReadArticles(inputs, strict)
         assert_that(articles | beam.Map(lambda a: a.id), equal_to(["ok"]))
         assert_that(rejects | beam.Map(lambda r: (r.stage, r.reason)),
                     equal_to([("read", "malformed_json"), ("read", "empty_article"),

@@ -7,7 +7,7 @@ Beam counter; the summary counts each stage's input independently of its outcome
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Union
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -152,12 +152,40 @@ def build_summary(counts: Iterable[tuple[tuple[str, str], int]], order: list[str
     return {"stages": {stage: stage_entry(e["in"], e["kept"], e["rejected"]) for stage, e in stages.items()}}
 
 
-def format_summary(summary: dict) -> str:
-    """A plain-text table: stage, in, kept, rejected by reason, and the accounting check."""
-    lines = [f"{'stage':<22}{'in':>9}{'kept':>9}{'rejected':>10}  reasons"]
+# The unit each stage counts (its `in`, `kept` and `rejected`), per dataset; `format_summary`
+# shows it as a column when given one of these.
+STAGE_UNITS: dict[str, dict[str, str]] = {
+    "record": {
+        "read": "articles", "dedup_exact": "articles", "dedup_near": "articles",
+        "passage_split": "articles", "annotate": "articles", "passage_filter": "articles",
+        "sentence_filter": "sentences", "machine_filter": "triples", "human_filter": "triples",
+    },
+    "cosmos": {
+        "read": "posts", "story_filter": "stories", "sentences": "stories", "coherence": "stories",
+        "segment": "sentences", "sample": "paragraphs", "question_sets": "questions",
+        "validation": "sets",
+    },
+    "protoqa": {
+        "read": "questions", "dedup_exact": "questions", "dedup_near": "questions",
+        "class_filter": "questions", "omitted": "questions", "answer_check": "questions",
+        "read_answers": "answers", "propose_clusters": "questions", "adjudicate": "questions",
+        "coverage": "questions", "split": "questions",
+    },
+}
+
+
+def format_summary(summary: dict, units: Optional[Mapping[str, str]] = None) -> str:
+    """A plain-text table: stage, in, kept, rejected by reason, and the accounting check.
+
+    With `units` (stage -> unit, e.g. `STAGE_UNITS["record"]`) a `unit` column comes between
+    `rejected` and `reasons` (`-` for a stage without one); the first four columns never move.
+    """
+    unit_head = f"{'unit':<12}" if units is not None else ""
+    lines = [f"{'stage':<22}{'in':>9}{'kept':>9}{'rejected':>10}  {unit_head}reasons"]
     for stage, entry in summary["stages"].items():
         rejected = sum(entry["rejected"].values())
         reasons = ", ".join(f"{k}={v}" for k, v in entry["rejected"].items()) or "-"
         flag = "" if entry["balanced"] else "   <-- in != kept + rejected"
-        lines.append(f"{stage:<22}{entry['in']:>9}{entry['kept']:>9}{rejected:>10}  {reasons}{flag}")
+        unit = f"{units.get(stage, '-'):<11} " if units is not None else ""
+        lines.append(f"{stage:<22}{entry['in']:>9}{entry['kept']:>9}{rejected:>10}  {unit}{reasons}{flag}")
     return "\n".join(lines)

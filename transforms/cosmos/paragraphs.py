@@ -2,7 +2,9 @@
 
 Both models are loaded once per worker process (`apache_beam.utils.shared`) and fed
 `BatchElements` batches of stories; a batch that fails is retried story by story, and a story
-that still fails becomes a reject.
+that still fails becomes a reject. A story longer than spaCy's `max_length` never reaches spaCy:
+the reader rejects stories over `input.max_chars` (`text_too_long`, default = spaCy's limit), and
+should that be raised above the model's limit, `sentences` rejects them as `text_too_long` too.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from filters import cosmos as cosmos_filters
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Ledger, Reject, Stage, route
 from transforms.core.hashing import unit_hash
 from transforms.core.models import load_spacy
-from transforms.cosmos.read import Story
+from transforms.cosmos.read import TEXT_TOO_LONG, Story
 from transforms.cosmos.scorers import make_coherence_scorer
 from transforms.cosmos.segment import (
     CONTINUED,
@@ -117,6 +119,13 @@ class BatchModel(beam.PTransform):
         return results.kept, results[REJECTS], results[TALLIES]
 
 
+def too_long(story: Story, limit: int) -> Reject:
+    """A story over spaCy's `max_length` (only when `input.max_chars` was raised above it): a
+    quiet `text_too_long` reject instead of spaCy's error and a failed batch."""
+    return Reject(SENTENCE_STAGE, TEXT_TOO_LONG, story.id,
+                  f"{len(story.text)} characters > spaCy's max_length {limit}; {story.origin}")
+
+
 def SplitSentences(sentences: SentencesSection, paragraph: ParagraphSection) -> beam.PTransform:  # noqa: N802
     """Stories -> `SentencedStory` with spaCy sentences; returns `(kept, rejects, tallies)`.
 
@@ -127,8 +136,10 @@ def SplitSentences(sentences: SentencesSection, paragraph: ParagraphSection) -> 
     long_sentence, max_words = paragraph.long_sentence, paragraph.max_words
 
     def apply(nlp, stories: list[Story]) -> list:
-        docs = nlp.pipe([s.text for s in stories], batch_size=batch_size)
-        return [SentencedStory(s, sentences_of(d, long_sentence, max_words)) for s, d in zip(stories, docs)]
+        limit = nlp.max_length
+        docs = iter(nlp.pipe([s.text for s in stories if len(s.text) <= limit], batch_size=batch_size))
+        return [SentencedStory(s, sentences_of(next(docs), long_sentence, max_words))
+                if len(s.text) <= limit else too_long(s, limit) for s in stories]
 
     return BatchModel(SENTENCE_STAGE, repr(("spacy-sentences", model, component)),
                       lambda: load_sentencizer(model, component), apply, lambda s: s.id,

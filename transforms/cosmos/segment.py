@@ -178,13 +178,16 @@ class Paragraph:
     cut_before: float
     cut_after: float
     origin: str
+    encoding: str = "utf-8"
+    flags: tuple[str, ...] = ()
 
     def row(self) -> dict:
         return {"blog_id": self.blog_id, "story_id": self.story_id,
                 "paragraph_id": self.paragraph_id, "text": self.text,
                 "n_words": n_words(self.text), "n_tokens": count_tokens(self.text),
                 "first_sentence": self.first_sentence, "n_sentences": self.n_sentences,
-                "cut_before": self.cut_before, "cut_after": self.cut_after, "origin": self.origin}
+                "cut_before": self.cut_before, "cut_after": self.cut_after, "origin": self.origin,
+                "encoding": self.encoding, "flags": list(self.flags)}
 
 
 #: What `segment_story` yields for a sentence inside a paragraph other than its first one.
@@ -224,7 +227,7 @@ def segment_story(scored: ScoredStory, min_words: int, max_words: int,
             outcomes[first] = Paragraph(
                 story.blog_id, story.id, f"{story.id}#p{first:03d}", text, first, end - first,
                 gaps[first - 1] if first > 0 else nan, gaps[end - 1] if end < len(sentences) else nan,
-                story.origin)
+                story.origin, story.encoding, story.flags)
             for k in range(first + 1, end):
                 outcomes[k] = CONTINUED
     for i in range(len(sentences)):

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from data_specs.models import CosmosPaperTable1, NotaSection
 from filters.text import count_tokens
-from transforms.core.accounting import format_summary
+from transforms.core.accounting import STAGE_UNITS, format_summary
 from transforms.core.io import read_summary, read_table
 from transforms.core.stats import describe
 from transforms.core.stats import histogram as core_histogram
@@ -101,5 +101,5 @@ def format_stats(path: Path, paper: CosmosPaperTable1, nota: NotaSection) -> str
         lines.append(f"  {label:>8} {n:>6}  {'#' * round(40 * n / total)}")
     summary = path / "summary.json"
     if summary.exists():
-        lines += ["", format_summary(read_summary(str(summary)))]
+        lines += ["", format_summary(read_summary(str(summary)), STAGE_UNITS["cosmos"])]
     return "\n".join(lines) + "\n"

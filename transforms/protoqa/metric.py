@@ -33,6 +33,20 @@ gave an answer of that cluster). A model gives a ranked list of answers. For eac
 
 Clusters whose member sets are identical are merged as the official ``{frozenset: count}`` dict
 does (first position, last count). An empty ranked list scores 0 (the official code crashes).
+
+**Loading.** Targets and predictions files are decoded by the one policy of
+`transforms.core.text` (UTF-8 with a BOM stripped, else cp1252, else latin-1; raw control
+characters removed). A file that cannot be scored is one `UserError` (the CLI prints one line,
+exit 2) naming the file, the line when known and the question:
+
+* targets: ``PATH:LINE: not JSON (...)``, ``PATH:LINE: not a protoqa-data question (question Q,
+  cluster C: answers must be a list of strings, got str)`` (also a missing id, a count that is
+  not an integer);
+* predictions: ``PATH[:LINE]: not JSON (...)``, ``PATH[:LINE]: question Q: answer 2 must be a
+  string, got int 3`` (numbers, null, nested lists, objects), ``... ranked answers must be a
+  list of strings, got str``, ``predictions must be JSON objects, got list``;
+* predicted questions the targets lack: `UnknownQuestions` (``N predicted question(s) not in the
+  targets: Q, ...``).
 """
 from __future__ import annotations
 
@@ -46,6 +60,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from transforms.core.errors import UserError
+from transforms.core.text import Decoded, decode_text
 from transforms.protoqa import wordnet as pw
 
 PREDICTION_LENGTH_LIMIT = 50
@@ -101,15 +116,43 @@ def _merge_identical(clusters: Iterable[Cluster]) -> List[Cluster]:
     return list(merged.values())
 
 
+def _type_name(value: object) -> str:
+    return {"NoneType": "null", "dict": "object"}.get(type(value).__name__, type(value).__name__)
+
+
+def _member_strings(answers: object, where: str) -> Tuple[str, ...]:
+    if not isinstance(answers, (list, tuple)):
+        raise ValueError(f"{where}: answers must be a list of strings, got {_type_name(answers)}")
+    for answer in answers:
+        if not isinstance(answer, str):
+            raise ValueError(f"{where}: answers must be strings, got {_type_name(answer)} {answer!r}")
+    return tuple(answers)
+
+
+def _count(value: object, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{where}: count must be an integer, got {_type_name(value)}")
+    try:
+        return int(value)
+    except (ValueError, OverflowError):
+        raise ValueError(f"{where}: count must be an integer, got {value!r}") from None
+
+
 def question_from_json(row: Mapping) -> Question:
     """Parse one targets line: protoqa-data format (``answers.clusters``) or the older
-    ``answers-cleaned`` list/dict layouts the official loader also accepts."""
-    if "metadata" in row and "id" in row["metadata"]:
+    ``answers-cleaned`` list/dict layouts the official loader also accepts. Raises
+    ``ValueError`` (or ``TypeError`` / ``KeyError``) naming what is wrong."""
+    if not isinstance(row, Mapping):
+        raise ValueError(f"a targets line must be a JSON object, got {_type_name(row)}")
+    if isinstance(row.get("metadata"), Mapping) and "id" in row["metadata"]:
         qid = row["metadata"]["id"]
     elif "questionid" in row:
         qid = row["questionid"]
     else:
         raise ValueError("targets line without metadata.id / questionid")
+    if isinstance(qid, bool) or not isinstance(qid, (str, int)):
+        raise ValueError(f"question id must be a string, got {_type_name(qid)}")
+    qid = str(qid)
     question = row.get("question")
     if isinstance(question, Mapping):
         text = question.get("normalized") or question.get("normalized-question") or ""
@@ -118,65 +161,133 @@ def question_from_json(row: Mapping) -> Question:
     answers = row.get("answers")
     clusters: List[Cluster] = []
     if isinstance(answers, Mapping) and "clusters" in answers:
+        if not isinstance(answers["clusters"], Mapping):
+            raise ValueError(f"question {qid}: answers.clusters must be an object")
         for cid, cluster in answers["clusters"].items():
-            clusters.append(Cluster(cid, tuple(cluster["answers"]), int(cluster["count"])))
+            where = f"question {qid}, cluster {cid}"
+            clusters.append(Cluster(cid, _member_strings(cluster["answers"], where),
+                                    _count(cluster["count"], where)))
     elif isinstance(row.get("answers-cleaned"), list):
         for i, cluster in enumerate(row["answers-cleaned"]):
-            clusters.append(Cluster(f"{qid}.{i}", tuple(cluster["answers"]), int(cluster["count"])))
+            where = f"question {qid}, cluster {i}"
+            clusters.append(Cluster(f"{qid}.{i}", _member_strings(cluster["answers"], where),
+                                    _count(cluster["count"], where)))
     elif isinstance(row.get("answers-cleaned"), Mapping):
         for i, (answer, count) in enumerate(row["answers-cleaned"].items()):
-            clusters.append(Cluster(f"{qid}.{i}", (answer,), int(count)))
+            clusters.append(Cluster(f"{qid}.{i}", (answer,), _count(count, f"question {qid}, answer {answer!r}")))
     else:
         raise ValueError(f"question {qid}: no answer clusters found")
-    return Question(qid, text, _merge_identical(clusters))
+    return Question(qid, str(text), _merge_identical(clusters))
+
+
+def _read_lines(path: Union[str, Path]) -> List[str]:
+    """A file's text lines, decoded by the one policy of transforms.core.text (UTF-8, a BOM
+    stripped, else cp1252, else latin-1; raw control characters removed)."""
+    decoded = decode_text(Path(path).read_bytes())
+    assert isinstance(decoded, Decoded)          # the lenient policy always decodes
+    return decoded.text.split("\n")
 
 
 def load_targets(path: Union[str, Path]) -> Dict[str, Question]:
-    """Read a targets JSONL file (e.g. ``dev.crowdsourced.jsonl``) into ``{qid: Question}``."""
+    """Read a targets JSONL file (e.g. ``dev.crowdsourced.jsonl``) into ``{qid: Question}``.
+
+    A line that is not JSON or not a protoqa-data question is a `UserError` naming
+    ``path:line`` and what is wrong.
+    """
     targets: Dict[str, Question] = {}
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if line.strip():
-                try:
-                    q = question_from_json(json.loads(line))
-                except (ValueError, TypeError, KeyError, AttributeError) as error:
-                    raise UserError(f"{path}:{number}: not a protoqa-data question ({error})") from None
-                targets[q.qid] = q
+    for number, line in enumerate(_read_lines(path), start=1):
+        if line.strip():
+            try:
+                row = json.loads(line)
+            except ValueError as error:
+                raise UserError(f"{path}:{number}: not JSON ({error})") from None
+            try:
+                q = question_from_json(row)
+            except (ValueError, TypeError, KeyError, AttributeError) as error:
+                message = f"missing {error}" if isinstance(error, KeyError) else str(error)
+                raise UserError(f"{path}:{number}: not a protoqa-data question ({message})") from None
+            targets[q.qid] = q
     return targets
+
+
+class PredictionsError(ValueError):
+    """Why a predictions file cannot be scored; `line` is its line number when known."""
+
+    def __init__(self, message: str, line: Optional[int] = None):
+        super().__init__(message)
+        self.line = line
+
+
+def _ranked_answers(qid: str, answers: object) -> List[str]:
+    if not isinstance(answers, list):
+        raise PredictionsError(f"question {qid}: ranked answers must be a list of strings, "
+                               f"got {_type_name(answers)}")
+    for position, answer in enumerate(answers, start=1):
+        if not isinstance(answer, str):
+            shown = "" if answer is None else " " + json.dumps(answer)[:60]
+            raise PredictionsError(f"question {qid}: answer {position} must be a string, "
+                                   f"got {_type_name(answer)}{shown}")
+    return list(answers)
 
 
 def _prediction_items(obj) -> Iterable[Tuple[str, List[str]]]:
     if not isinstance(obj, Mapping):
-        raise ValueError(f"predictions must be JSON objects, got {type(obj).__name__}")
+        raise PredictionsError(f"predictions must be JSON objects, got {_type_name(obj)}")
     if "question_id" in obj and "ranked_answers" in obj:
-        yield str(obj["question_id"]), list(obj["ranked_answers"])
+        qid = obj["question_id"]
+        if not isinstance(qid, (str, int)) or isinstance(qid, bool):
+            raise PredictionsError(f"question_id must be a string, got {_type_name(qid)}")
+        yield str(qid), _ranked_answers(str(qid), obj["ranked_answers"])
         return
     for qid, answers in obj.items():
-        if not isinstance(answers, list):
-            raise ValueError(f"predictions for {qid!r} must be a list of answers")
-        yield str(qid), list(answers)
+        yield str(qid), _ranked_answers(str(qid), answers)
+
+
+def _json_objects(text: str) -> List[Tuple[Optional[int], object]]:
+    """The JSON values of a predictions file with their line numbers (None: the whole file)."""
+    try:
+        return [(None, json.loads(text))]
+    except json.JSONDecodeError as whole:
+        lines = [(n, line) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
+        if not lines:
+            raise PredictionsError("empty file, not JSON") from None
+        objects: List[Tuple[Optional[int], object]] = []
+        for number, line in lines:
+            try:
+                objects.append((number, json.loads(line)))
+            except json.JSONDecodeError as error:
+                if not objects:      # not JSONL either: report the whole file's error
+                    raise PredictionsError(f"not JSON ({whole.msg} at line {whole.lineno} column "
+                                           f"{whole.colno})") from None
+                raise PredictionsError(f"not JSON ({error.msg} at column {error.colno})", number) from None
+        return objects
 
 
 def parse_predictions(text: str) -> Dict[str, List[str]]:
     """Predictions from one JSON object ``{qid: [ranked answers]}`` or JSONL whose lines are
-    such objects (one or more questions per line) or ``{"question_id", "ranked_answers"}``."""
-    try:
-        objects = [json.loads(text)]
-    except json.JSONDecodeError:
-        objects = [json.loads(line) for line in text.splitlines() if line.strip()]
+    such objects (one or more questions per line) or ``{"question_id", "ranked_answers"}``.
+
+    Raises `PredictionsError` (a ``ValueError``) for text that is not JSON or answers that are
+    not lists of strings, naming the line and the question id.
+    """
     predictions: Dict[str, List[str]] = {}
-    for obj in objects:
-        for qid, answers in _prediction_items(obj):
-            predictions[qid] = answers
+    for number, obj in _json_objects(text):
+        try:
+            for qid, answers in _prediction_items(obj):
+                predictions[qid] = answers
+        except PredictionsError as error:
+            raise PredictionsError(str(error), number) from None
     return predictions
 
 
 def load_predictions(path: Union[str, Path]) -> Dict[str, List[str]]:
-    """Read a predictions file in either layout (see `parse_predictions`)."""
+    """Read a predictions file in either layout (see `parse_predictions`); a file that cannot
+    be scored is one `UserError`: ``path[:line]: question ID: what is wrong``."""
     try:
-        return parse_predictions(Path(path).read_text(encoding="utf-8"))
-    except (ValueError, TypeError, AttributeError) as error:
-        raise UserError(f"{path}: not a predictions file ({error})") from None
+        return parse_predictions("\n".join(_read_lines(path)))
+    except PredictionsError as error:
+        where = f"{path}:{error.line}" if error.line else str(path)
+        raise UserError(f"{where}: {error}") from None
 
 
 def preprocess_prediction(answer: str, length_limit: int = PREDICTION_LENGTH_LIMIT) -> str:
@@ -310,6 +421,13 @@ def score_question(answers: Sequence[str], question: Question, *,
     return QuestionScore(total / oracle if oracle else 0.0, assignment)
 
 
+class UnknownQuestions(UserError, KeyError):
+    """Predictions for questions the targets do not have."""
+
+    def __str__(self) -> str:           # KeyError's str() would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 def evaluate(targets: Mapping[str, Question], predictions: Mapping[str, Sequence[str]],
              similarity: Union[str, Callable] = "exact",
              metrics: Optional[Iterable[str]] = None,
@@ -319,12 +437,14 @@ def evaluate(targets: Mapping[str, Question], predictions: Mapping[str, Sequence
     Returns ``(means, per_question)``: ``means[metric]`` is the mean score over the questions of
     `predictions` (official: ``statistics.mean``), ``per_question[metric][qid]`` a
     `QuestionScore`. The similarity matrix is computed once per question and shared by all
-    metrics. A predicted question missing from the targets raises ``KeyError``.
+    metrics. A predicted question missing from the targets raises `UnknownQuestions` (a
+    ``KeyError`` and a `UserError`: the CLI prints it as one line).
     """
     names = list(metrics) if metrics is not None else metric_names()
     unknown = [qid for qid in predictions if qid not in targets]
     if unknown:
-        raise KeyError(f"{len(unknown)} predicted question(s) not in the targets: {unknown[:5]}")
+        raise UnknownQuestions(f"{len(unknown)} predicted question(s) not in the targets: "
+                               f"{', '.join(unknown[:5])}")
     per_question: Dict[str, Dict[str, QuestionScore]] = {name: {} for name in names}
     for qid, answers in predictions.items():
         question = targets[qid]

@@ -5,15 +5,35 @@ read (protoqa-data JSONL rows) -> normalise -> exact duplicates (grouped by norm
 question classes -> omitted ids / questions -> answer checks -> flag column. Every drop is a
 `Reject` with its stage and reason; the per-element logic is in plain functions below and in
 `filters/protoqa.py`.
+
+Reading (`ReadQuestionLines` gives `(path:line, bytes)`; text lines from `ReadFromText` work
+too): each line is decoded by the one policy of `transforms.core.text` (`questions.encoding`:
+UTF-8 with a BOM stripped, else cp1252, else latin-1, Beam counter `read.encoding.<name>` when not
+UTF-8 | `strict`; `questions.control_chars`: NUL and the other control characters removed, also
+when escaped inside the JSON strings, Beam counter `read.control_chars_removed` | `reject`).
+The `read` rejects (record id: the row's `metadata.id` when it has a usable one, else
+`line-{sha1 of the line}`; detail: `path:line: why`):
+
+| reason | what |
+|---|---|
+| `malformed_row` | not JSON, not a JSON object, no `question` / `question.original`, or nothing but control characters |
+| `bad_field_type` | a field of the wrong type: `metadata` / `answers` / `answers.raw` not objects, `metadata.id`, `metadata.source`, `question.original`, `question.normalized` not strings, an `answers.raw` count that is not an integer (e.g. `question.normalized must be a string, got int`, `answers.raw['towel'] must be an integer count, got str`) |
+| `not_utf8` | `questions.encoding: strict` and the line is not UTF-8 |
+| `control_characters` | `questions.control_chars: reject` and the line or one of its strings holds a control character |
+
+Negative counts pass the reader and are `answer_check` / `bad_count` rejects. The omitted and
+flagged lists (`read_id_list`) are inputs of the run, not records: a broken line there is a
+`UserError` naming the file and line.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import IO, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
 
 from data_specs.models import QuestionsSection
 from filters.protoqa import (
@@ -24,8 +44,11 @@ from filters.protoqa import (
     omitted,
     same_question,
 )
-from transforms.core.accounting import Ledger, Reject, Stage
+from transforms.core.accounting import NAMESPACE, Ledger, Reject, Stage
 from transforms.core.dedup import DropNearDuplicates
+from transforms.core.errors import UserError
+from transforms.core.files import ReadRawRecords
+from transforms.core.text import ControlPolicy, Decoded, Policy, Undecodable, clean_string, decode_text
 
 READ = "read"
 DEDUP_EXACT = "dedup_exact"
@@ -34,36 +57,160 @@ CLASS_FILTER = "class_filter"
 OMITTED = "omitted"
 ANSWER_CHECK = "answer_check"
 QUESTION_STAGES = [READ, DEDUP_EXACT, DEDUP_NEAR, CLASS_FILTER, OMITTED, ANSWER_CHECK]
+MALFORMED_ROW = "malformed_row"
+BAD_FIELD_TYPE = "bad_field_type"
 
 
 # ---- reading ---------------------------------------------------------------------------------
 
-def parse_question(line: str, default_source: str = "") -> Iterable[Union[dict, Reject]]:
+QuestionLine = Union[str, bytes, tuple]     # a line as text (ReadFromText), bytes, or (origin, bytes)
+
+
+def iter_question_lines(path: str, handle: IO[bytes]) -> Iterator[tuple[str, bytes]]:
+    """`(path:line, raw bytes)` of every non-blank line of a JSONL file (undecoded)."""
+    for number, line in enumerate(handle, start=1):
+        if line.strip():
+            yield f"{path}:{number}", line
+
+
+class ReadQuestionLines(beam.PTransform):
+    """The lines of protoqa-data JSONL files (patterns on any Beam filesystem) as
+    `(path:line, bytes)`, for `CurateQuestions` to decode by the spec's policy."""
+
+    def __init__(self, patterns: Sequence[str]):
+        super().__init__()
+        self._patterns = list(patterns)
+
+    def expand(self, pbegin):
+        return pbegin | "ReadLines" >> ReadRawRecords(self._patterns, iter_question_lines)
+
+
+def _line_parts(line: QuestionLine) -> tuple[str, Union[str, bytes]]:
+    if isinstance(line, tuple):
+        return str(line[0]), line[1]
+    return "", line
+
+
+def question_units(line: QuestionLine) -> int:
+    """1 for a line that holds anything but whitespace (blank lines are not records)."""
+    return 1 if _line_parts(line)[1].strip() else 0
+
+
+class _BadRow(ValueError):
+    def __init__(self, reason: str, detail: str, record_id: str = ""):
+        super().__init__(detail)
+        self.reason, self.record_id = reason, record_id
+
+
+def _type_name(value: object) -> str:
+    return {"NoneType": "null", "dict": "object"}.get(type(value).__name__, type(value).__name__)
+
+
+def _expect(value: object, kind: type, name: str, what: str, record_id: str = "") -> None:
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise _BadRow(BAD_FIELD_TYPE, f"{name} must be {what}, got {_type_name(value)}", record_id)
+
+
+def _optional(mapping: dict, key: str, kind: type, name: str, what: str, record_id: str = ""):
+    value = mapping.get(key)
+    if value is not None:
+        _expect(value, kind, name, what, record_id)
+    return value
+
+
+def _clean(value: str, name: str, controls: ControlPolicy, record_id: str) -> str:
+    cleaned = clean_string(value, controls)
+    if isinstance(cleaned, Undecodable):
+        raise _BadRow(cleaned.reason, f"{name}: {cleaned.detail}", record_id)
+    if cleaned.control_chars:
+        _count_controls(cleaned.control_chars)
+    return cleaned.text
+
+
+def _count_controls(n: int) -> None:
+    Metrics.counter(NAMESPACE, f"{READ}.control_chars_removed").inc(n)
+
+
+def _decode_line(payload: Union[str, bytes], policy: Policy, controls: ControlPolicy) -> str:
+    if isinstance(payload, str):
+        decoded = clean_string(payload, controls)
+    else:
+        decoded = decode_text(payload, policy, controls)
+        if isinstance(decoded, Decoded) and decoded.encoding != "utf-8":
+            Metrics.counter(NAMESPACE, f"{READ}.encoding.{decoded.encoding}").inc()
+    if isinstance(decoded, Undecodable):
+        raise _BadRow(decoded.reason, decoded.detail)
+    if decoded.control_chars:
+        _count_controls(decoded.control_chars)
+    return decoded.text
+
+
+def _row_fields(row: object, digest: str, controls: ControlPolicy) -> dict:
+    """The checked, cleaned fields of one protoqa-data row (see the module doc)."""
+    if not isinstance(row, dict):
+        raise _BadRow(MALFORMED_ROW, f"a line must be a JSON object, got {_type_name(row)}")
+    meta = _optional(row, "metadata", dict, "metadata", "an object") or {}
+    raw_id = _optional(meta, "id", str, "metadata.id", "a string")
+    record_id = raw_id or f"line-{digest}"
+    source = _optional(meta, "source", str, "metadata.source", "a string", record_id)
+    if "question" not in row or row["question"] is None:
+        raise _BadRow(MALFORMED_ROW, "row has no question", record_id)
+    question = row["question"]
+    if isinstance(question, dict):
+        if question.get("original") is None:
+            raise _BadRow(MALFORMED_ROW, "row has no question.original", record_id)
+        original = question["original"]
+        _expect(original, str, "question.original", "a string", record_id)
+        _optional(question, "normalized", str, "question.normalized", "a string", record_id)
+    else:
+        _expect(question, str, "question", "an object or a string", record_id)
+        original = question
+    answers = _optional(row, "answers", dict, "answers", "an object", record_id) or {}
+    raw = _optional(answers, "raw", dict, "answers.raw", "an object of answer counts", record_id) or {}
+    for answer, count in raw.items():
+        _expect(count, int, f"answers.raw[{answer!r}]", "an integer count", record_id)
+    cleaned_id = _clean(raw_id, "metadata.id", controls, record_id) if raw_id else ""
+    return {
+        "question_id": cleaned_id or record_id,
+        "source": _clean(source, "metadata.source", controls, record_id) if source else "",
+        "original": _clean(original, "question.original", controls, record_id),
+        "answers": [(_clean(a, "answers.raw", controls, record_id), c) for a, c in raw.items()],
+    }
+
+
+def parse_question(line: QuestionLine, default_source: str = "", encoding: Policy = "lenient",
+                   controls: ControlPolicy = "remove") -> Iterable[Union[dict, Reject]]:
     """One protoqa-data JSONL line -> a question dict (answers: [(string, count)] in file order).
 
-    Scraped rows have one string per cluster and `raw == {string: count}`; rows with clusters
-    take the answers from `raw` all the same, so any protoqa-data file can be curated.
+    `line` is text, raw bytes (decoded by `encoding` / `controls`, transforms.core.text) or
+    `(origin, bytes)` as `ReadQuestionLines` gives. Scraped rows have one string per cluster and
+    `raw == {string: count}`; rows with clusters take the answers from `raw` all the same, so
+    any protoqa-data file can be curated. A damaged line is one `Reject` (module doc).
     """
-    line = line.strip()
-    if not line:
+    origin, payload = _line_parts(line)
+    if not payload.strip():
         return []
-    digest = hashlib.sha1(line.encode("utf-8")).hexdigest()[:12]
+    raw_bytes = payload.encode("utf-8") if isinstance(payload, str) else payload
+    digest = hashlib.sha1(raw_bytes.strip()).hexdigest()[:12]
+    where = f"{origin}: " if origin else ""
     try:
-        row = json.loads(line)
-        question = row["question"]
-        original = question["original"] if isinstance(question, dict) else str(question)
-        meta = row.get("metadata") or {}
-        question_id = str(meta.get("id") or f"line-{digest}")
-        raw = (row.get("answers") or {}).get("raw") or {}
-        answers = [(str(a), c) for a, c in raw.items()]
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        return [Reject(READ, "malformed_row", f"line-{digest}", str(error)[:200])]
+        text = _decode_line(payload, encoding, controls).strip()
+        if not text:
+            raise _BadRow(MALFORMED_ROW, "nothing but control characters")
+        digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]     # as before: of the text
+        try:
+            row = json.loads(text)
+        except ValueError as error:
+            raise _BadRow(MALFORMED_ROW, f"not JSON: {error}") from None
+        fields = _row_fields(row, digest, controls)
+    except _BadRow as error:
+        return [Reject(READ, error.reason, error.record_id or f"line-{digest}", f"{where}{error}"[:300])]
     return [{
-        "question_id": question_id,
-        "source": str(meta.get("source") or default_source),
-        "original": original,
-        "normalized": normalize_question(original),
-        "answers": answers,
+        "question_id": fields["question_id"],
+        "source": fields["source"] or default_source,
+        "original": fields["original"],
+        "normalized": normalize_question(fields["original"]),
+        "answers": fields["answers"],
     }]
 
 
@@ -71,22 +218,29 @@ def read_id_list(path: str) -> tuple[list[str], list[str]]:
     """(ids, normalised questions) of an omitted / flagged list.
 
     A protoqa-data JSONL file (omitted.jsonl) gives each row's id and normalised question; any
-    other file is read as one id per line (`#` comments allowed).
+    other file is read as one id per line (`#` comments allowed). The file is decoded by the
+    default policy of transforms.core.text; a line that is not JSON (or not a protoqa-data row)
+    in a JSONL list is a `UserError` naming the file and line.
     """
     with FileSystems.open(path) as handle:
-        text = handle.read().decode("utf-8")
+        decoded = decode_text(handle.read())
+    assert isinstance(decoded, Decoded)     # the lenient policy always decodes
     ids, questions = [], []
-    for line in text.splitlines():
+    for number, line in enumerate(decoded.text.splitlines(), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         if line.startswith("{"):
-            row = json.loads(line)
-            if (row.get("metadata") or {}).get("id"):
-                ids.append(str(row["metadata"]["id"]))
-            question = row.get("question")
-            if isinstance(question, dict) and question.get("original"):
-                questions.append(normalize_question(question["original"]))
+            try:
+                row = json.loads(line)
+                meta = row.get("metadata") or {}
+                if meta.get("id"):
+                    ids.append(str(meta["id"]))
+                question = row.get("question")
+                if isinstance(question, dict) and question.get("original"):
+                    questions.append(normalize_question(question["original"]))
+            except (ValueError, TypeError, AttributeError) as error:
+                raise UserError(f"{path}:{number}: not a protoqa-data row ({error})") from None
         else:
             ids.append(line)
     return ids, questions
@@ -153,6 +307,9 @@ def scraped_jsonl(row: dict) -> str:
 class CurateQuestions(beam.PTransform):
     """Lines of protoqa-data JSONL -> (kept question rows, [rejects...], [tallies...]).
 
+    The lines are text (`beam.io.ReadFromText`) or, better, `ReadQuestionLines`' `(path:line,
+    bytes)`, which are decoded by `questions.encoding` / `questions.control_chars`.
+
     `questions` is the spec's `questions` section and `seed` the spec's seed (MinHash).
     `omitted_ids` / `omitted_questions` (normalised) are dropped besides
     `questions.omitted_ids`; `flagged_ids` are kept with `flagged` = true.
@@ -178,9 +335,10 @@ class CurateQuestions(beam.PTransform):
         ledger = Ledger()
         collect = ledger.add
 
+        policy, controls = section.encoding, section.control_chars
         questions = collect(lines | "Parse" >> Stage(
-            READ, lambda line: parse_question(line, default_source),
-            units=lambda line: 1 if line.strip() else 0))
+            READ, lambda line: parse_question(line, default_source, policy, controls),
+            units=question_units))
         grouped = (questions | "KeyByText" >> beam.Map(lambda q: (q["normalized"], q))
                    | "GroupByText" >> beam.GroupByKey())
         questions = collect(grouped | "PickOne" >> Stage(

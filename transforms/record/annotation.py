@@ -6,8 +6,9 @@ behind `Coreferencer`. Both are chosen in the spec, so a user swaps a model in o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol, Sequence, Union
 
+from transforms.core.accounting import Reject
 from transforms.record.article import PassageSplit
 
 
@@ -92,6 +93,7 @@ class Annotator(Protocol):
 
     name: str
 
-    def annotate(self, splits: Sequence[PassageSplit]) -> list[AnnotatedArticle]:
-        """Annotate each split; the result has the same length and order."""
+    def annotate(self, splits: Sequence[PassageSplit]) -> list[Union[AnnotatedArticle, Reject]]:
+        """Annotate each split; the result has the same length and order. A split the model
+        cannot take (longer than its limit) is a `Reject` in its place."""
         ...

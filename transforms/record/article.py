@@ -21,6 +21,7 @@ class Article:
     source: str = ""             # "CNN", "Daily mail" or ""
     split: str = ""              # from the published URL lists
     origin: str = ""             # where it was read from, for rejects and debugging
+    encoding: str = "utf-8"      # what the text was decoded from: utf-8, utf-8-sig, cp1252, latin-1
 
     def content_key(self) -> str:
         """A stable key of the content, used to pick one of several copies deterministically."""

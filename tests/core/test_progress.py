@@ -1,0 +1,237 @@
+"""Progress lines on stderr (issue #10): throttling and format with an injected clock, the
+passthrough transform, the `csdata record generate` subprocess, and `format_written`."""
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.testing.util import assert_that, equal_to
+
+from tests.conftest import DATA, beam_test_pipeline
+from transforms.core import progress as progress_module
+from transforms.core.progress import (
+    ENABLED_ENV,
+    INTERVAL_ENV,
+    ProgressLine,
+    Reporter,
+    default_interval,
+    format_written,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+STEPS = [("articles", "read"), ("articles", "annotated"), ("queries", "written")]
+
+
+class Clock:
+    def __init__(self, now: float = 100.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_reporter(interval: float = 5.0):
+    clock, stream = Clock(), io.StringIO()
+    reporter = Reporter(STEPS, interval, stream=stream, clock=clock)
+    tallies = {step: reporter.tally(step) for step in STEPS}
+    return reporter, tallies, clock, stream
+
+
+def test_reporter_throttles_to_one_line_per_interval():
+    reporter, tallies, clock, stream = make_reporter(interval=5.0)
+    tallies[STEPS[0]].n = 10
+    clock.now = 104.9
+    assert reporter.report(clock.now) is None               # not due yet
+    clock.now = 105.0
+    assert reporter.report(clock.now) is not None
+    tallies[STEPS[0]].n = 20
+    for now in (105.0, 107.0, 109.99):                       # due again only at 110
+        assert reporter.report(now) is None
+    assert reporter.report(110.0) is not None
+    assert len(stream.getvalue().splitlines()) == 2 and reporter.lines == 2
+
+
+def test_reporter_line_format_units_rate_and_elapsed():
+    reporter, tallies, clock, stream = make_reporter(interval=5.0)
+    tallies[STEPS[0]].n = 1234
+    tallies[STEPS[1]].n = 567
+    tallies[STEPS[2]].n = 890
+    # The rate is that of the first step that moved since the previous line (here: since start).
+    line = reporter.report(100.0 + 83.0)
+    assert line == (f"csdata: 1,234 articles read · 567 annotated · 890 queries written · "
+                    f"{1234 / 83:,.1f} articles/s · 0:01:23")
+    assert stream.getvalue() == line + "\n"
+    # Reading is over: the rate is now that of annotation, over the last interval only.
+    tallies[STEPS[1]].n = 617
+    line = reporter.report(100.0 + 93.0)
+    assert line.endswith("· 617 annotated · 890 queries written · 5.0 articles/s · 0:01:33")
+    # The unit is repeated only where it changes.
+    assert "1,234 articles read · 617 annotated ·" in line
+    # Nothing moved: no line.
+    assert reporter.report(100.0 + 3700.0) is None
+    # Elapsed time past an hour.
+    tallies[STEPS[2]].n = 900
+    assert reporter.report(100.0 + 3700.0).endswith("900 queries written · 0.0 queries/s · 1:01:40")
+
+
+def test_two_step_instances_of_one_label_share_a_count():
+    reporter, tallies, _, _ = make_reporter(interval=0)
+    other = reporter.tally(STEPS[2])
+    tallies[STEPS[2]].n, other.n = 3, 4
+    assert "7 queries written" in reporter.report(101.0)
+
+
+def test_longer_step_lists_extend_the_line():
+    reporter = Reporter(STEPS[:1], 0, stream=io.StringIO(), clock=Clock())
+    reporter.tally(STEPS[0], STEPS[:1]).n = 2
+    assert reporter.report(101.0) == "csdata: 2 articles read · 2.0 articles/s · 0:00:01"
+    reporter.tally(STEPS[2], STEPS)                          # a later step, set up later
+    assert "2 articles read · 0 annotated · 0 queries written" in reporter.report(102.0)
+
+
+def test_finish_prints_a_last_line_only_after_a_line_and_when_counts_moved():
+    reporter, tallies, _, stream = make_reporter(interval=5.0)
+    tallies[STEPS[0]].n = 3
+    assert reporter.finish(101.0) is None                    # a short run stays silent
+    assert reporter.report(105.0) is not None
+    assert reporter.finish(106.0) is None                    # nothing new since that line
+    tallies[STEPS[0]].n = 4
+    assert reporter.finish(106.0).startswith("csdata: 4 articles read")   # not throttled
+    assert len(stream.getvalue().splitlines()) == 2
+
+
+def test_separator_falls_back_on_an_ascii_stream():
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    reporter = Reporter(STEPS[:2], 0, stream=stream, clock=Clock())
+    reporter.tally(STEPS[0]).n = 1
+    assert reporter.report(102.0) == "csdata: 1 articles read | 0 annotated | 0.5 articles/s | 0:00:02"
+
+
+def test_interval_and_switch_from_the_environment(monkeypatch):
+    monkeypatch.setenv(INTERVAL_ENV, "0.25")
+    assert default_interval() == 0.25 and ProgressLine().interval == 0.25
+    monkeypatch.setenv(INTERVAL_ENV, "soon")
+    assert default_interval() == 5.0
+    assert ProgressLine().enabled and not ProgressLine(enabled=False).enabled
+    monkeypatch.setenv(ENABLED_ENV, "0")
+    assert not ProgressLine().enabled
+
+
+def run_steps(monkeypatch, enabled: bool):
+    """1..50 through two steps of one line, interval 0 (a line per element when enabled)."""
+    monkeypatch.setenv(INTERVAL_ENV, "0")
+    pipeline = beam_test_pipeline()
+    line = ProgressLine(enabled=enabled)
+    numbers = (pipeline | beam.Create(list(range(1, 51)))
+               | "Read" >> line.step("read", "numbers"))
+    evens = (numbers | beam.Filter(lambda n: n % 2 == 0)
+             | "Weighed" >> line.step("weighed", "units", count=lambda n: n))
+    assert_that(numbers, equal_to(list(range(1, 51))), label="numbers")
+    assert_that(evens, equal_to(list(range(2, 51, 2))), label="evens")
+    result = pipeline.run()
+    result.wait_until_finish()
+    return {c.key.metric.name: c.committed
+            for c in result.metrics().query(MetricsFilter())["counters"]
+            if c.key.metric.name.startswith("progress.")}
+
+
+def test_progress_passes_elements_through_and_counts(monkeypatch, capsys):
+    counters = run_steps(monkeypatch, enabled=True)
+    assert counters == {"progress.numbers.read": 50, "progress.units.weighed": sum(range(2, 51, 2))}
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("csdata")]
+    assert lines and lines[-1].startswith("csdata: 50 numbers read · 650 units weighed")
+
+
+def test_disabled_progress_prints_nothing_but_still_counts(monkeypatch, capsys):
+    counters = run_steps(monkeypatch, enabled=False)
+    assert counters["progress.numbers.read"] == 50
+    assert "csdata" not in capsys.readouterr().err
+
+
+def test_format_written_counts_rows_from_parquet_footers(tmp_path):
+    for table, shards in (("passages", [3, 4]), ("queries", [0])):
+        (tmp_path / table).mkdir()
+        for i, n in enumerate(shards):
+            pq.write_table(pa.table({"x": list(range(n))}), tmp_path / table / f"part-{i}.parquet")
+    text = format_written(str(tmp_path) + "/", ["passages", "queries", "rejects"])
+    assert text.splitlines() == [
+        f"{'table':<16}{'rows':>9}  path",
+        f"{'passages':<16}{'7':>9}  {tmp_path}/passages/",
+        f"{'queries':<16}{'0':>9}  {tmp_path}/queries/",
+        f"{'rejects':<16}{'-':>9}  {tmp_path}/rejects/",
+    ]
+
+
+def test_reporters_are_per_pipeline():
+    a, b = ProgressLine(), ProgressLine()
+    assert a.group != b.group
+    assert progress_module.reporter_for(a.group, STEPS, 5.0, a.origin) is \
+        progress_module.reporter_for(a.group, STEPS, 5.0, a.origin)
+
+
+# --------------------------------------------------------------------------- the CLI, as a user runs it
+
+PREFIX = re.compile(r"^csdata(?: \[worker (\d+)\])?: ")
+COUNT = re.compile(r"^([\d,]+) (?:(\w+) )?(\w+)$")     # "1,234 articles read" or "567 annotated"
+
+
+def parse(line: str):
+    """(worker or "", {(unit, label): n}) of a progress line, or None for another line."""
+    match = PREFIX.match(line)
+    if not match or " · " not in line:
+        return None
+    counts, unit = {}, None
+    for part in line[match.end():].split(" · "):
+        count = COUNT.match(part)
+        if count:
+            unit = count.group(2) or unit
+            counts[(unit, count.group(3))] = int(count.group(1).replace(",", ""))
+    return match.group(1) or "", counts
+
+
+def last_counts(stderr: str) -> dict[str, dict]:
+    """Each printing process's last progress line's counts."""
+    return dict(filter(None, map(parse, stderr.splitlines())))
+
+
+def generate_subprocess(tmp_path: Path, env_extra: dict, *beam_args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, **env_extra}
+    argv = [sys.executable, "-m", "pipeline.cli", "record", "generate", "--output", str(tmp_path / "out"),
+            "--input", str(DATA / "cnn"), "--input", str(DATA / "dailymail"),
+            "--input", str(DATA / "hf_rows.jsonl"), *beam_args]
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+# The sample corpus read without URL lists: 15 articles read, 12 annotated, 53 query rows.
+TOTALS = {("articles", "read"): 15, ("articles", "annotated"): 12, ("queries", "written"): 53}
+
+
+@pytest.mark.slow
+def test_generate_prints_progress_on_stderr_and_none_when_disabled(tmp_path):
+    shown = generate_subprocess(tmp_path / "a", {INTERVAL_ENV: "0", ENABLED_ENV: "1"})
+    assert "articles read" not in shown.stdout                # progress never reaches stdout
+    assert last_counts(shown.stderr) == {"": TOTALS}, shown.stderr   # the driver process's line
+    quiet = generate_subprocess(tmp_path / "b", {INTERVAL_ENV: "0", ENABLED_ENV: "1"}, "--quiet")
+    assert "articles read" not in quiet.stderr + quiet.stdout
+    assert "sentence_filter" in quiet.stdout
+
+
+@pytest.mark.slow
+def test_multi_processing_workers_print_their_share_on_the_terminal(tmp_path):
+    done = generate_subprocess(tmp_path, {INTERVAL_ENV: "0", ENABLED_ENV: "1"},
+                               "--direct_running_mode=multi_processing", "--direct_num_workers=2")
+    last = last_counts(done.stderr)
+    assert last and "" not in last, done.stderr               # every line is a worker's
+    # Each worker counts what it processed; together they are the run's totals.
+    assert {step: sum(c.get(step, 0) for c in last.values()) for step in TOTALS} == TOTALS, last

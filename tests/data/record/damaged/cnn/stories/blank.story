@@ -1,0 +1,6 @@
+
+
+
+@highlight
+
+Only a highlight survived the download
