@@ -11,9 +11,8 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, TypeVar, Union, get_args, get_origin
 
-import pyarrow as pa
 import yaml
 from pydantic import BaseModel, ValidationError
 
@@ -28,6 +27,9 @@ from data_specs.models import (
     unwrap,
 )
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 SPEC_DIR = Path(__file__).resolve().parent
 
 __all__ = ["SPEC_DIR", "load_dataset_spec", "SPEC_MODELS", "CosmosSpec", "ProtoqaSpec", "RecordSpec", "Spec", "SpecError",
@@ -36,12 +38,13 @@ __all__ = ["SPEC_DIR", "load_dataset_spec", "SPEC_MODELS", "CosmosSpec", "Protoq
 
 S = TypeVar("S", RecordSpec, CosmosSpec, ProtoqaSpec)
 
+# pyarrow type of each scalar schema type (pyarrow is imported only when a schema is loaded).
 _SCALARS = {
-    "string": pa.string(),
-    "int32": pa.int32(),
-    "int64": pa.int64(),
-    "float64": pa.float64(),
-    "bool": pa.bool_(),
+    "string": "string",
+    "int32": "int32",
+    "int64": "int64",
+    "float64": "float64",
+    "bool": "bool_",
 }
 _MAX_ERRORS = 8        # problems listed in one SpecError; the rest are counted
 _MAX_REPR = 80
@@ -162,19 +165,23 @@ def apply_overrides(spec: Union[Mapping[str, Any], BaseModel], overrides: Iterab
 
 
 def _arrow_type(field: Mapping[str, Any]) -> pa.DataType:
+    import pyarrow as pa
+
     kind = field["type"]
     if kind in _SCALARS:
-        return _SCALARS[kind]
+        return getattr(pa, _SCALARS[kind])()
     if kind == "list":
         item = field["item"]
         if isinstance(item, str):
-            return pa.list_(_SCALARS[item])
+            return pa.list_(getattr(pa, _SCALARS[item])())
         return pa.list_(pa.struct([pa.field(f["name"], _arrow_type(f)) for f in item]))
     raise SpecError(f"unknown schema type {kind!r}")
 
 
 def load_schema(dataset: str, table: str) -> pa.Schema:
     """The pyarrow schema of one output table, e.g. `load_schema("record", "queries")`."""
+    import pyarrow as pa
+
     path = SPEC_DIR / f"{dataset}_schema.yaml"
     tables = yaml.safe_load(path.read_text(encoding="utf-8"))
     return pa.schema([pa.field(f["name"], _arrow_type(f)) for f in _fields(tables, table, path.name)])

@@ -18,7 +18,6 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Optional, Sequence
 
-from data_specs import SpecError
 from pipeline.runner import (
     beam_options,
     check_beam_args,
@@ -31,8 +30,10 @@ from pipeline.runner import (
     staged,
 )
 from transforms.core.errors import UserError
-from transforms.core.progress import ENABLED_ENV as PROGRESS_ENV
-from transforms.core.progress import format_written
+
+# transforms.core.progress.ENABLED_ENV, spelled out: that module imports Beam, which `csdata --help`
+# and the commands without a pipeline never load (tests/core/test_startup.py keeps the two equal).
+PROGRESS_ENV = "CSDATA_PROGRESS"
 
 try:
     __version__ = version("csdata")
@@ -124,6 +125,8 @@ def run_command(module, args: argparse.Namespace, extra: Sequence[str]) -> int:
         check_run_dir(run_dir)
     if not getattr(args, "staged_output", False):
         return module.run(args, extra, beam_options)
+    from transforms.core.progress import format_written
+
     output = args.output
     check_output(output)
     with staged(output) as staging:
@@ -182,6 +185,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _fail(error: BaseException, debug: bool) -> int:
     """The exit code (and the one line) for an exception that ended a command."""
+    from data_specs import SpecError
+
     try:
         raise error
     except (SpecError, UserError) as error:

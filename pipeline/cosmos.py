@@ -16,85 +16,19 @@ from __future__ import annotations
 import argparse
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
-import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+if TYPE_CHECKING:
+    from apache_beam.options.pipeline_options import PipelineOptions
 
-from data_specs import load_dataset_spec
-from data_specs.models import CosmosSpec
-from pipeline.runner import clear_output, default_options, run_pipeline
-from transforms.core.accounting import STAGE_UNITS, Summarize, format_summary
-from transforms.core.io import WriteTable, read_summary, write_json, write_rows
-from transforms.core.models import check_spacy
-from transforms.core.progress import ProgressLine
-from transforms.cosmos.crowd import export_question_hits, import_results
-from transforms.cosmos.nota import SPLITS, assign_splits, decide_nota, instances_of, set_row
-from transforms.cosmos.paragraphs import (
-    COHERENCE_STAGE,
-    SAMPLE_STAGE,
-    SENTENCE_STAGE,
-    STORY_STAGE,
-    Paragraphs,
-)
-from transforms.cosmos.read import STAGE as READ_STAGE
-from transforms.cosmos.read import ReadStories
-from transforms.cosmos.release import export_release
-from transforms.cosmos.scorers import AnswerScorer, check_scorer, make_answer_scorer
-from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
-from transforms.cosmos.stats import format_stats
+    from data_specs.models import CosmosSpec
+    from transforms.cosmos.scorers import AnswerScorer
 
+# Beam and the transforms are imported by the functions that use them, so that `csdata --help`
+# and the commands without a pipeline start fast; stage 1 lives in pipeline/cosmos_beam.py.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_DATA = REPO_ROOT / "tests" / "data" / "cosmos"
-PARAGRAPH_TABLES = ("paragraphs", "rejects")
-STAGE_ORDER = [READ_STAGE, STORY_STAGE, SENTENCE_STAGE, COHERENCE_STAGE, SEGMENT_STAGE, SAMPLE_STAGE]
 PathLike = Union[str, Path]
-
-
-
-
-# --------------------------------------------------------------------------- stage 1 (Beam)
-
-class GenerateCosmosParagraphs(beam.PTransform):
-    """Stage 1 from input patterns to `{output}/{paragraphs,rejects}/` Parquet and summary.json."""
-
-    def __init__(self, spec: CosmosSpec, inputs: Sequence[str], output: str, progress: bool = True):
-        super().__init__()
-        self._spec, self._inputs, self._output = spec, list(inputs), output.rstrip("/")
-        self._progress = progress
-
-    def expand(self, pbegin):
-        spec, out = self._spec, self._output
-        shards = spec.output.num_shards
-        progress = ProgressLine(self._progress)
-        stories, read_rejects, read_tallies = pbegin | "ReadStories" >> ReadStories(self._inputs, spec.input)
-        stories = stories | "ProgressRead" >> progress.step("read", "stories")
-        paragraphs, rejects, tallies = stories | "Paragraphs" >> Paragraphs(
-            spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed)
-        # A story's segmentation starts with its `(segment, "in")` tally (see accounting.route).
-        segmented = progress.step("segmented", "stories",
-                                  count=lambda t: 1 if t[0] == (SEGMENT_STAGE, "in") else 0)
-        paragraphs = paragraphs | "ProgressKept" >> progress.step("kept", "paragraphs")
-        (paragraphs | "ParagraphRows" >> beam.Map(lambda p: p.row())
-         | "WriteParagraphs" >> WriteTable(out, "paragraphs", shards, dataset="cosmos"))
-        ([read_rejects, *rejects] | "FlattenRejects" >> beam.Flatten()
-         | "RejectRows" >> beam.Map(lambda r: r.row())
-         | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="cosmos"))
-        return ([read_tallies, *tallies] | "FlattenTallies" >> beam.Flatten()
-                | "ProgressSegmented" >> segmented
-                | "Summarize" >> Summarize(f"{out}/summary.json", STAGE_ORDER))
-
-
-def run_paragraphs(spec: CosmosSpec, inputs: Sequence[str], output: str,
-                   options: Optional[PipelineOptions] = None) -> dict:
-    """Run stage 1; returns the summary (also in `{output}/summary.json`)."""
-    check_spacy(spec.sentences.model, [spec.sentences.component], option="sentences.model")
-    check_scorer(spec.coherence)
-    clear_output(output, PARAGRAPH_TABLES)
-    pipeline = beam.Pipeline(options=options or default_options())
-    pipeline | "GenerateCosmosParagraphs" >> GenerateCosmosParagraphs(spec, inputs, output)
-    run_pipeline(pipeline)
-    return read_summary(f"{output.rstrip('/')}/summary.json")
 
 
 # --------------------------------------------------------------------------- stages 2-3 (plain Python)
@@ -107,6 +41,11 @@ def run_hits_import(spec: CosmosSpec, run_dir: PathLike, questions_csv: PathLike
     valid set), `rejects/` and `summary.json` under `output_dir`; returns the summary. `scorer`
     replaces the spec's `answer_scorer` (built only when a set takes a false negative).
     """
+    from transforms.core.io import write_json, write_rows
+    from transforms.cosmos.crowd import import_results
+    from transforms.cosmos.nota import SPLITS, assign_splits, decide_nota, instances_of, set_row
+    from transforms.cosmos.scorers import check_scorer, make_answer_scorer
+
     if scorer is None:
         check_scorer(spec.answer_scorer)
     results = import_results(run_dir, questions_csv, validations_csv, spec.hits)
@@ -149,6 +88,10 @@ def is_run(path) -> bool:
 
 
 def stats(path) -> str:
+    from data_specs import load_dataset_spec
+    from data_specs.models import CosmosSpec
+    from transforms.cosmos.stats import format_stats
+
     spec = load_dataset_spec(CosmosSpec, "cosmos")
     return format_stats(Path(path), spec.paper_table1, spec.nota)
 
@@ -210,9 +153,15 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
 
 def run(args, extra: Sequence[str], beam_options) -> int:
     command = args.cosmos_command
+    from data_specs import load_dataset_spec
+    from data_specs.models import CosmosSpec
+    from transforms.core.accounting import STAGE_UNITS, format_summary
+
     if command != "paragraphs" and extra:
         raise SystemExit(f"csdata cosmos {command}: unrecognized arguments: {' '.join(extra)}")
     if command == "paragraphs":
+        from pipeline.cosmos_beam import run_paragraphs
+
         spec = load_dataset_spec(CosmosSpec, args.spec, args.overrides)
         summary = run_paragraphs(spec, args.input, args.output, beam_options(extra))
         print(format_summary(summary, STAGE_UNITS["cosmos"]))
@@ -220,6 +169,8 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     if command == "hits":
         spec = load_dataset_spec(CosmosSpec, args.spec, args.overrides)
         if args.hits_command == "export":
+            from transforms.cosmos.crowd import export_question_hits
+
             n = export_question_hits(args.run_dir, args.output, spec.hits)
             print(f"{n} question-writing HITs written to {args.output}")
             return 0
@@ -231,6 +182,8 @@ def run(args, extra: Sequence[str], beam_options) -> int:
         print(format_summary({"stages": summary["stages"]}, STAGE_UNITS["cosmos"]))
         return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
     if command == "export":
+        from transforms.cosmos.release import export_release
+
         counts = export_release(args.qa_dir, args.output)
         print(", ".join(f"{name}: {n} rows" for name, n in counts.items()))
         return 0
@@ -238,6 +191,11 @@ def run(args, extra: Sequence[str], beam_options) -> int:
 
 
 def demo(output_dir: Path, make_options: Callable[[], PipelineOptions]) -> None:
+    from data_specs import load_dataset_spec
+    from data_specs.models import CosmosSpec
+    from pipeline.cosmos_beam import run_paragraphs
+    from transforms.cosmos.stats import format_stats
+
     output = Path(output_dir) / "cosmos"
     spec = load_dataset_spec(CosmosSpec, "cosmos")
     inputs = [str(DEMO_DATA / "blogs"), str(DEMO_DATA / "stories.jsonl")]

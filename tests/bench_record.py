@@ -31,7 +31,7 @@ quiet_beam_import_warning()
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import RecordSpec, load_spec  # noqa: E402
-from pipeline.record import run_filter, run_record  # noqa: E402
+from pipeline.record_beam import run_filter, run_record  # noqa: E402
 from transforms.core.files import expand_local_inputs  # noqa: E402
 from transforms.core.io import read_summary, read_table  # noqa: E402
 from transforms.record.annotate.spacy_ner import load_ner_pipeline, split_segments  # noqa: E402

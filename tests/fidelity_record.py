@@ -27,7 +27,7 @@ quiet_beam_import_warning()
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import load_spec  # noqa: E402
-from pipeline.record import run_record  # noqa: E402
+from pipeline.record_beam import run_record  # noqa: E402
 from transforms.core.io import read_table  # noqa: E402
 from transforms.record.article import HIGHLIGHT_SEP  # noqa: E402
 

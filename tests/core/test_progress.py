@@ -235,3 +235,9 @@ def test_multi_processing_workers_print_their_share_on_the_terminal(tmp_path):
     assert last and "" not in last, done.stderr               # every line is a worker's
     # Each worker counts what it processed; together they are the run's totals.
     assert {step: sum(c.get(step, 0) for c in last.values()) for step in TOTALS} == TOTALS, last
+
+
+def test_the_cli_switch_names_the_same_variable():
+    from pipeline import cli
+
+    assert cli.PROGRESS_ENV == ENABLED_ENV     # cli.py spells it out so that --help stays Beam-free

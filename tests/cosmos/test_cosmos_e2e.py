@@ -8,7 +8,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from data_specs import CosmosSpec, SpecError, load_dataset_spec, load_spec
-from pipeline import cosmos
+from pipeline import cosmos, cosmos_beam
 from pipeline.cli import main
 from tests.conftest import beam_test_pipeline
 from transforms.core.io import read_summary, read_table
@@ -58,7 +58,7 @@ def test_summary_balances_and_stats(cosmos_run, capsys):
 
 def test_rerun_is_deterministic(cosmos_run, tmp_path):
     spec = load_spec("cosmos")
-    cosmos.run_paragraphs(spec, [str(DATA / "blogs"), str(DATA / "stories.jsonl")], str(tmp_path))
+    cosmos_beam.run_paragraphs(spec, [str(DATA / "blogs"), str(DATA / "stories.jsonl")], str(tmp_path))
     first = sorted(r["paragraph_id"] for r in read_table(cosmos_run, "paragraphs").to_pylist())
     second = sorted(r["paragraph_id"] for r in read_table(tmp_path, "paragraphs").to_pylist())
     assert first == second

@@ -1,44 +1,21 @@
-"""Parquet and JSON I/O: PCollections of dict rows as shards with the schemas kept in data_specs/,
-small plain-Python tables, reading a run's tables back, and `summary.json`."""
+"""Plain-Python Parquet and JSON I/O: small tables with the schemas kept in data_specs/, reading a
+run's tables back, and `summary.json`. (PCollections are written by `transforms.core.sinks`.)
+
+Beam is not imported here: its filesystems are used only for a path with a scheme (gs://...), and
+pyarrow is imported when a table is read or written, so commands that only read stay light."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
-
-import apache_beam as beam
-import pyarrow as pa
-import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 
 from data_specs import load_schema
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 PathLike = Union[str, Path]
-
-
-class WriteTable(beam.PTransform):
-    """Write dict rows as `{output}/{table}/part-*.parquet` with a schema from data_specs/.
-
-    The schema is table `schema` (default: `table`) of `data_specs/{dataset}_schema.yaml`.
-    """
-
-    def __init__(self, output: str, table: str, num_shards: int = 0, schema: Optional[str] = None,
-                 dataset: str = "record"):
-        super().__init__()
-        self._output = output
-        self._table = table
-        self._num_shards = num_shards
-        self._schema = schema or table
-        self._dataset = dataset
-
-    def expand(self, rows):
-        return rows | beam.io.WriteToParquet(
-            file_path_prefix=f"{self._output}/{self._table}/part",
-            schema=load_schema(self._dataset, self._schema),
-            file_name_suffix=".parquet",
-            num_shards=self._num_shards,
-        )
-
 
 SHARD = "part-00000-of-00001.parquet"
 
@@ -62,6 +39,9 @@ def read_table(output_dir: PathLike, table: str, columns: Optional[Sequence[str]
 
     Raises FileNotFoundError when the folder holds no Parquet shard.
     """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     folder = Path(output_dir) / table
     shards = sorted(folder.glob("*.parquet"))
     if not shards:
@@ -72,11 +52,27 @@ def read_table(output_dir: PathLike, table: str, columns: Optional[Sequence[str]
 
 def write_json(path: str, payload: dict) -> str:
     """Write `payload` as indented JSON to `path` (local or any Beam filesystem); return the path."""
-    with FileSystems.create(path) as handle:
-        handle.write(json.dumps(payload, indent=2).encode("utf-8"))
+    data = json.dumps(payload, indent=2).encode("utf-8")
+    if "://" in path:
+        from apache_beam.io.filesystems import FileSystems
+
+        with FileSystems.create(path) as handle:
+            handle.write(data)
+        return path
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)   # as Beam's local filesystem does
+    with open(path, "wb") as handle:
+        handle.write(data)
     return path
 
+
 def read_summary(path: str) -> dict:
-    """Read a `summary.json` written by `Summarize`."""
-    with FileSystems.open(path) as handle:
+    """Read a `summary.json` written by `Summarize` (local or any Beam filesystem)."""
+    if "://" in path:
+        from apache_beam.io.filesystems import FileSystems
+
+        with FileSystems.open(path) as handle:
+            return json.loads(handle.read().decode("utf-8"))
+    with open(path, "rb") as handle:
         return json.loads(handle.read().decode("utf-8"))

@@ -21,20 +21,30 @@ rule (`split_sentences`): it only matters for answers holding two sentences, whi
 real files do. Everything else (NLTK's improved Treebank tokenizer, ``wn.synsets``, morphy) is
 NLTK's own code.
 
-Speed (the official code needs 6-10 minutes on the 52 dev questions): WordNet is loaded with a
-reader that skips NLTK's Open Multilingual WordNet mapping and reads index files with plain
-Python I/O (same lemma index, same synsets, ~3x faster start), synsets are cached per group,
+Speed (the official code needs 6-10 minutes on the 52 dev questions): the scorer never loads
+NLTK's WordNet reader. `synset_keys` reads a compact index of exactly what ``wn.synsets`` looks
+up (per POS of POS_LIST: lemma -> synset offsets, plus the morphy exception lists; morphy's
+rules are applied to it as NLTK does), pickled under `index_cache_dir` with a content hash of
+the WordNet index/exception files in its name (~0.1 s to load). When that file is absent,
+stale or corrupt it is rebuilt once from NLTK's own reader (which skips the Open Multilingual
+WordNet mapping and reads index files with plain Python I/O). Synsets are cached per group,
 token lists per string, and each pair of token lists is scored once; a pair whose groups share
 no string or synset anywhere is rejected by one set intersection before any partition is built.
 """
 from __future__ import annotations
 
+import gc
+import hashlib
 import os
+import pickle
 import re
+import sys
+import tempfile
 import warnings
 from functools import cache, lru_cache
 from itertools import product
-from typing import FrozenSet, Iterable, List, Sequence, Tuple
+from pathlib import Path
+from typing import FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from data_specs import SPEC_DIR
 
@@ -101,7 +111,7 @@ def content_tokens(text: str) -> Tuple[str, ...]:
 _WORDNET = None
 
 
-def _fast_reader():
+def _fast_reader(root=None):
     """A WordNetCorpusReader that skips the OMW 3.0 mapping and reads index files natively.
 
     ``WordNetCorpusReader.__init__`` spends most of its time mapping WordNet 3.0 sense keys for
@@ -110,9 +120,9 @@ def _fast_reader():
     Falls back to ``nltk.corpus.wordnet`` if NLTK's internals differ from what is expected.
     """
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
-    from nltk.data import find
+    from nltk.data import FileSystemPathPointer, find
 
-    root = find("corpora/wordnet")
+    root = find("corpora/wordnet") if root is None else FileSystemPathPointer(str(root))
     root_dir = getattr(root, "path", None)
 
     class _Reader(WordNetCorpusReader):
@@ -137,9 +147,10 @@ def wordnet():
             reader = _fast_reader()
             reader.synsets("dog")
         except Exception:  # pragma: no cover - other NLTK versions
-            from nltk.corpus import wordnet as reader
+            from nltk.corpus import wordnet as fallback
 
-            reader.ensure_loaded()
+            fallback.ensure_loaded()
+            reader = fallback
         _WORDNET = reader
     return _WORDNET
 
@@ -152,29 +163,190 @@ def synset_names(group: str) -> FrozenSet[str]:
     return frozenset(s.name() for s in wordnet().synsets(group.replace(" ", "_")))
 
 
+# The compact lemma index: exactly what `synset_keys` reads from WordNet, cached on disk.
+INDEX_FORMAT = 1
+POS_LIST = ("n", "v", "a", "r")     # nltk.corpus.reader.wordnet.POS_LIST (checked by the tests)
+# WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS for POS_LIST (checked by the tests).
+MORPHOLOGICAL_SUBSTITUTIONS = {
+    "n": (("s", ""), ("ses", "s"), ("ves", "f"), ("xes", "x"), ("zes", "z"), ("ches", "ch"),
+          ("shes", "sh"), ("men", "man"), ("ies", "y")),
+    "v": (("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""),
+          ("ing", "e"), ("ing", "")),
+    "a": (("er", ""), ("est", ""), ("er", "e"), ("est", "e")),
+    "r": (),
+}
+_FILEMAP = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
+INDEX_SOURCE_FILES = tuple(f"index.{s}" for s in _FILEMAP.values()) + tuple(
+    f"{s}.exc" for s in _FILEMAP.values())
+_INDEX = None
+
+
+class WordNetIndex:
+    """Per part of speech: lemma -> its synset keys (``"n2084071 n2085374"``), and the
+    morphy exception lists; `forms` is NLTK's ``WordNetCorpusReader._morphy`` on them."""
+
+    __slots__ = ("lemmas", "exceptions")
+
+    def __init__(self, lemmas, exceptions):
+        self.lemmas = lemmas            # {pos: {lemma: "p<offset> p<offset> ..."}}
+        self.exceptions = exceptions    # {pos: {inflected form: [base forms]}}
+
+    def forms(self, form: str, pos: str) -> List[str]:
+        """``reader._morphy(form, pos, check_exceptions=True)``, line for line."""
+        exceptions = self.exceptions[pos]
+        if form in exceptions:
+            forms = exceptions[form]
+        else:
+            forms = [form[: -len(old)] + new for old, new in MORPHOLOGICAL_SUBSTITUTIONS[pos]
+                     if form.endswith(old)]
+        known, result, seen = self.lemmas[pos], [], set()
+        for candidate in [form] + forms:
+            if candidate in known and candidate not in seen:
+                result.append(candidate)
+                seen.add(candidate)
+        return result
+
+    def keys(self, lemma: str) -> FrozenSet[str]:
+        """The ``"{pos}{offset}"`` keys of ``wn.synsets(lemma)`` (lemma already lowercased)."""
+        return frozenset(key for p in POS_LIST for form in self.forms(lemma, p)
+                         for key in self.lemmas[p][form].split())
+
+    def morphy(self, form: str, pos: Optional[str] = None) -> Optional[str]:
+        """``wn.morphy(form, pos)``: the first base form found, trying POS_LIST when pos is None."""
+        for p in [pos] if pos else POS_LIST:
+            found = self.forms(form, p)
+            if found:
+                return found[0]
+        return None
+
+
+def wordnet_root() -> Optional[Path]:
+    """The WordNet directory ``nltk.data.find("corpora/wordnet")`` resolves to, found without
+    importing NLTK (same search path, in order); None when the first hit is not a plain folder."""
+    paths = [os.path.expanduser(d) for d in os.environ.get("NLTK_DATA", "").split(os.pathsep) if d]
+    if "APPENGINE_RUNTIME" not in os.environ and os.path.expanduser("~/") != "~/":
+        paths.append(os.path.expanduser("~/nltk_data"))
+    paths += [os.path.join(sys.prefix, "nltk_data"), os.path.join(sys.prefix, "share", "nltk_data"),
+              os.path.join(sys.prefix, "lib", "nltk_data"), "/usr/share/nltk_data",
+              "/usr/local/share/nltk_data", "/usr/lib/nltk_data", "/usr/local/lib/nltk_data"]
+    for base in paths:
+        folder = Path(base, "corpora", "wordnet")
+        if folder.is_dir():
+            return folder if all((folder / f).is_file() for f in INDEX_SOURCE_FILES) else None
+        if Path(base, "corpora", "wordnet.zip").exists():
+            return None
+    return None
+
+
+def index_cache_dir() -> Path:
+    """``$CSDATA_CACHE_DIR``, else ``$XDG_CACHE_HOME/csdata``, else ``~/.cache/csdata``."""
+    if os.environ.get("CSDATA_CACHE_DIR"):
+        return Path(os.environ["CSDATA_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "csdata"
+
+
+def wordnet_data_hash(root: Path) -> str:
+    """A content hash of the WordNet files the index is built from (plus the index format)."""
+    digest = hashlib.blake2b(f"format {INDEX_FORMAT}".encode(), digest_size=12)
+    for name in INDEX_SOURCE_FILES:
+        data = (root / name).read_bytes()
+        digest.update(f"\0{name}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def index_cache_path(root: Path) -> Path:
+    return index_cache_dir() / f"wordnet-index-{wordnet_data_hash(root)}.pickle"
+
+
+def build_index(root: Optional[Path] = None) -> WordNetIndex:
+    """The index from NLTK's own WordNet reader (its lemma map and exception lists) on `root`
+    (default: the process's reader, `wordnet()`)."""
+    reader = wordnet() if root is None else _fast_reader(root)
+    lemmas: dict = {p: {} for p in POS_LIST}
+    for lemma, by_pos in reader._lemma_pos_offset_map.items():
+        for p in POS_LIST:
+            if p in by_pos:
+                lemmas[p][lemma] = " ".join(f"{p}{offset}" for offset in by_pos[p])
+    exceptions = {p: {form: list(bases) for form, bases in reader._exception_map[p].items()}
+                  for p in POS_LIST}
+    return WordNetIndex(lemmas, exceptions)
+
+
+def _read_index(path: Path, data_hash: str) -> Optional[WordNetIndex]:
+    try:
+        gc_was_enabled = gc.isenabled()
+        gc.disable()        # ~155k small objects: the cyclic GC would only slow the load
+        try:
+            with open(path, "rb") as fh:
+                payload = pickle.load(fh)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        if (payload.get("format") != INDEX_FORMAT or payload.get("hash") != data_hash
+                or set(payload["lemmas"]) != set(POS_LIST)
+                or set(payload["exceptions"]) != set(POS_LIST)):
+            return None
+        return WordNetIndex(payload["lemmas"], payload["exceptions"])
+    except Exception:   # missing, truncated, corrupt or foreign: rebuild
+        return None
+
+
+def _write_index(path: Path, data_hash: str, index: WordNetIndex) -> None:
+    """Atomic write (temp file + rename); old indexes of other WordNet data are removed."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump({"format": INDEX_FORMAT, "hash": data_hash, "lemmas": index.lemmas,
+                         "exceptions": index.exceptions}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+        for old in path.parent.glob("wordnet-index-*.pickle"):
+            if old != path:
+                old.unlink(missing_ok=True)
+    except OSError:     # read-only cache dir: keep the in-memory index only
+        try:
+            os.unlink(tmp)
+        except (OSError, UnboundLocalError):
+            pass
+
+
+def load_index(root: Optional[Path] = None) -> WordNetIndex:
+    """The cached index for the WordNet files under `root` (built from NLTK when absent/stale)."""
+    root = root if root is not None else wordnet_root()
+    if root is None:        # zipped or unusual NLTK data: build in memory from NLTK each run
+        return build_index()
+    data_hash = wordnet_data_hash(root)
+    path = index_cache_dir() / f"wordnet-index-{data_hash}.pickle"
+    index = _read_index(path, data_hash)
+    if index is None:
+        index = build_index(root)
+        _write_index(path, data_hash, index)
+    return index
+
+
+def wordnet_index() -> WordNetIndex:
+    """The compact lemma index used by `synset_keys` (loaded once per process)."""
+    global _INDEX
+    if _INDEX is None:
+        _INDEX = load_index()
+    return _INDEX
+
+
 @cache
 def synset_keys(group: str) -> FrozenSet[str]:
     """Identities of ``wn.synsets(group.replace(" ", "_"))`` as ``"{pos}{offset}"`` strings.
 
     ``synsets()`` returns ``synset_from_pos_and_offset(p, offset)`` for each part of speech p
     of ``POS_LIST``, each morphy form and each offset in the lemma index; a synset is one line
-    of one data file, so two groups share a synset iff they share a (p, offset) key. Reading
-    the keys straight from the index skips parsing data-file lines into Synset objects (2/3
-    of the run time otherwise). Falls back to `synset_names` if NLTK's internals differ.
+    of one data file, so two groups share a synset iff they share a (p, offset) key. The keys
+    come from `wordnet_index` (NLTK's lemma index and exception lists, cached on disk under
+    `index_cache_dir`), so neither NLTK's reader nor any Synset is built when the cache exists.
     """
     if not group:
         return frozenset()
-    reader = wordnet()
-    lemma = group.replace(" ", "_").lower()
-    try:
-        from nltk.corpus.reader.wordnet import POS_LIST
-
-        index = reader._lemma_pos_offset_map
-        return frozenset(f"{p}{offset}" for p in POS_LIST
-                         for form in reader._morphy(lemma, p, True)
-                         for offset in index.get(form, {}).get(p, []))
-    except (AttributeError, ImportError, TypeError):  # pragma: no cover - other NLTK versions
-        return synset_names(group)
+    return wordnet_index().keys(group.replace(" ", "_").lower())
 
 
 def groups_match(a: str, b: str) -> bool:
@@ -284,7 +456,7 @@ def wordnet_match(prediction: str, answer: str) -> bool:
 
 def cluster_keys(answers: Iterable[str]) -> FrozenSet[str]:
     """Union of `span_keys` over a cluster's strings (a cluster-level fast filter)."""
-    keys = set()
+    keys: set = set()
     for answer in answers:
         keys.update(span_keys(content_tokens(answer)))
     return frozenset(keys)

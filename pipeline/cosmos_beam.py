@@ -1,0 +1,79 @@
+"""Cosmos QA stage 1 as a Beam pipeline; imported by `pipeline.cosmos` only when it runs."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from data_specs.models import CosmosSpec
+from pipeline.runner import clear_output, default_options, run_pipeline
+from transforms.core.accounting import Summarize
+from transforms.core.io import read_summary
+from transforms.core.models import check_spacy
+from transforms.core.progress import ProgressLine
+from transforms.core.sinks import WriteTable
+from transforms.cosmos.paragraphs import (
+    COHERENCE_STAGE,
+    SAMPLE_STAGE,
+    SENTENCE_STAGE,
+    STORY_STAGE,
+    Paragraphs,
+)
+from transforms.cosmos.read import STAGE as READ_STAGE
+from transforms.cosmos.read import ReadStories
+from transforms.cosmos.scorers import check_scorer
+from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEMO_DATA = REPO_ROOT / "tests" / "data" / "cosmos"
+PARAGRAPH_TABLES = ("paragraphs", "rejects")
+STAGE_ORDER = [READ_STAGE, STORY_STAGE, SENTENCE_STAGE, COHERENCE_STAGE, SEGMENT_STAGE, SAMPLE_STAGE]
+PathLike = Union[str, Path]
+
+
+
+
+# --------------------------------------------------------------------------- stage 1 (Beam)
+
+class GenerateCosmosParagraphs(beam.PTransform):
+    """Stage 1 from input patterns to `{output}/{paragraphs,rejects}/` Parquet and summary.json."""
+
+    def __init__(self, spec: CosmosSpec, inputs: Sequence[str], output: str, progress: bool = True):
+        super().__init__()
+        self._spec, self._inputs, self._output = spec, list(inputs), output.rstrip("/")
+        self._progress = progress
+
+    def expand(self, pbegin):
+        spec, out = self._spec, self._output
+        shards = spec.output.num_shards
+        progress = ProgressLine(self._progress)
+        stories, read_rejects, read_tallies = pbegin | "ReadStories" >> ReadStories(self._inputs, spec.input)
+        stories = stories | "ProgressRead" >> progress.step("read", "stories")
+        paragraphs, rejects, tallies = stories | "Paragraphs" >> Paragraphs(
+            spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed)
+        # A story's segmentation starts with its `(segment, "in")` tally (see accounting.route).
+        segmented = progress.step("segmented", "stories",
+                                  count=lambda t: 1 if t[0] == (SEGMENT_STAGE, "in") else 0)
+        paragraphs = paragraphs | "ProgressKept" >> progress.step("kept", "paragraphs")
+        (paragraphs | "ParagraphRows" >> beam.Map(lambda p: p.row())
+         | "WriteParagraphs" >> WriteTable(out, "paragraphs", shards, dataset="cosmos"))
+        ([read_rejects, *rejects] | "FlattenRejects" >> beam.Flatten()
+         | "RejectRows" >> beam.Map(lambda r: r.row())
+         | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="cosmos"))
+        return ([read_tallies, *tallies] | "FlattenTallies" >> beam.Flatten()
+                | "ProgressSegmented" >> segmented
+                | "Summarize" >> Summarize(f"{out}/summary.json", STAGE_ORDER))
+
+
+def run_paragraphs(spec: CosmosSpec, inputs: Sequence[str], output: str,
+                   options: Optional[PipelineOptions] = None) -> dict:
+    """Run stage 1; returns the summary (also in `{output}/summary.json`)."""
+    check_spacy(spec.sentences.model, [spec.sentences.component], option="sentences.model")
+    check_scorer(spec.coherence)
+    clear_output(output, PARAGRAPH_TABLES)
+    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline | "GenerateCosmosParagraphs" >> GenerateCosmosParagraphs(spec, inputs, output)
+    run_pipeline(pipeline)
+    return read_summary(f"{output.rstrip('/')}/summary.json")

@@ -1,0 +1,243 @@
+"""ReCoRD's Beam pipelines (stages 1-3) and the library calls that run them.
+
+Imported by `pipeline.record` only when a command runs a pipeline, so that `csdata --help`,
+`record export` and `stats` never import Beam.
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from data_specs import RecordSpec
+from pipeline.runner import clear_output, default_options, run_pipeline
+from transforms.core.accounting import Ledger, Stage, Summarize
+from transforms.core.dedup import DEDUP_NEAR, DropNearDuplicates
+from transforms.core.errors import UserError
+from transforms.core.io import read_summary, write_json
+from transforms.core.progress import ProgressLine
+from transforms.core.sinks import WriteTable
+from transforms.record.annotate import STAGE as ANNOTATE_STAGE
+from transforms.record.annotate.backends.allennlp import write_inputs
+from transforms.record.annotate.compare import CompareAnnotations, compare_report
+from transforms.record.annotate.stage import Annotate, check_models, single_backend
+from transforms.record.curate import (
+    DEDUP_ID,
+    PASSAGE_STAGE,
+    SPLIT,
+    DropDuplicateIds,
+    filter_passage,
+    make_split_fn,
+    passage_row,
+    shingles,
+)
+from transforms.record.machine_filter import STAGE as MACHINE_STAGE
+from transforms.record.machine_filter import MachineFilter, fold_summary
+from transforms.record.queries import SENTENCE_STAGE, sentence_queries
+from transforms.record.read import STAGE as READ_STAGE
+from transforms.record.read import ReadArticles, read_url_list
+from transforms.record.readers import check_reader
+
+TABLES = ("passages", "queries", "rejects")
+FILTER_TABLES = ("passages", "queries", "dropped", "rejects", "models")
+FILTER_FILES = ("summary.json", "stages.json", "folds.json")
+STAGES = [READ_STAGE, DEDUP_ID, DEDUP_NEAR, SPLIT, ANNOTATE_STAGE, PASSAGE_STAGE, SENTENCE_STAGE]
+
+
+# --------------------------------------------------------------------------------------------
+# Pipelines
+# --------------------------------------------------------------------------------------------
+
+
+def read_url_info(pbegin, url_lists: Sequence[str]) -> Optional[beam.PCollection]:
+    """(article id, (url, source, split)) of the published URL lists, or None without any."""
+    if not url_lists:
+        return None
+    return (pbegin | "UrlListPaths" >> beam.Create(list(url_lists))
+            | "ReadUrlLists" >> beam.FlatMap(read_url_list))
+
+
+class GenerateRecord(beam.PTransform):
+    """Stages 1-2 from input patterns to Parquet under `output`; writes `summary.json` too."""
+
+    def __init__(self, spec: RecordSpec, inputs: Sequence[str], output: str,
+                 url_lists: Sequence[str] = (), progress: bool = True):
+        super().__init__()
+        self._spec = spec
+        self._inputs = list(inputs)
+        self._output = output.rstrip("/")
+        self._url_lists = list(url_lists)
+        self._progress = progress
+
+    def expand(self, pbegin):
+        spec, out = self._spec, self._output
+        near, passage, query = spec.curation.near_duplicates, spec.passage, spec.query
+        shards = spec.output.num_shards
+        ledger = Ledger()
+        collect = ledger.add
+        progress = ProgressLine(self._progress)
+        articles = collect(pbegin | "ReadArticles" >> ReadArticles(
+            self._inputs, spec.input))
+        articles = articles | "ProgressRead" >> progress.step("read", "articles")
+        url_info = read_url_info(pbegin, self._url_lists)
+        articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds(url_info))
+        if near.enabled:
+            size = near.shingle_size
+            articles = collect(articles | "DropNearDuplicates" >> DropNearDuplicates(
+                near.threshold, near.num_perm, spec.seed,
+                shingles=lambda a: shingles(a, size), key=lambda a: a.id,
+                max_bucket=near.max_bucket))
+        splits = collect(articles | "SplitPassages" >> Stage(SPLIT, make_split_fn(passage)))
+        annotated = collect(splits | "Annotate" >> Annotate(spec.annotator, spec.coref))
+        annotated = annotated | "ProgressAnnotated" >> progress.step("annotated", "articles")
+        passages = collect(annotated | "FilterPassages" >> Stage(
+            PASSAGE_STAGE, lambda a: filter_passage(a, passage)))
+        sentence_results = collect(passages | "FilterSentences" >> Stage(
+            SENTENCE_STAGE, lambda a: sentence_queries(a, query), units=lambda a: len(a.sentences)))
+        queries = (sentence_results | "FlattenQueries" >> beam.FlatMap(lambda rows: rows)
+                   | "ProgressQueries" >> progress.step("written", "queries"))
+
+        (passages | "PassageRows" >> beam.Map(passage_row)
+         | "WritePassages" >> WriteTable(out, "passages", shards))
+        queries | "WriteQueries" >> WriteTable(out, "queries", shards)
+        (ledger.rejects | "FlattenRejects" >> beam.Flatten()
+         | "RejectRows" >> beam.Map(lambda r: r.row())
+         | "WriteRejects" >> WriteTable(out, "rejects", shards))
+        return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
+                | "Summarize" >> Summarize(f"{out}/summary.json", STAGES))
+
+
+def run_record(spec: RecordSpec, inputs: Sequence[str], output: str, url_lists: Sequence[str] = (),
+               options: Optional[PipelineOptions] = None):
+    """Build and run the generator; returns the finished PipelineResult."""
+    check_models(spec.annotator)
+    clear_output(output, TABLES)
+    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline | "GenerateRecord" >> GenerateRecord(spec, inputs, output, url_lists)
+    return run_pipeline(pipeline)
+
+
+class FilterRecord(beam.PTransform):
+    """Stage 3 from a generate run's Parquet to `output` (kept, dropped, rejects, per-fold stats).
+
+    The reader and the number of folds are the spec's `filter.reader` and `filter.folds`.
+    """
+
+    def __init__(self, spec: RecordSpec, run_dir: str, output: str, progress: bool = True):
+        super().__init__()
+        self._spec, self._run_dir, self._output = spec, run_dir.rstrip("/"), output.rstrip("/")
+        self._progress = progress
+
+    def expand(self, pbegin):
+        spec, out = self._spec, self._output
+        shards = spec.output.num_shards
+        passages = pbegin | "ReadPassages" >> beam.io.ReadFromParquet(f"{self._run_dir}/passages/*.parquet")
+        queries = pbegin | "ReadQueries" >> beam.io.ReadFromParquet(f"{self._run_dir}/queries/*.parquet")
+        progress = ProgressLine(self._progress)
+        queries = queries | "ProgressRead" >> progress.step("read", "triples")
+        kept, dropped, rejects, tallies, fold_stats = (passages, queries) | "MachineFilter" >> MachineFilter(
+            spec.filter, spec.seed, out)
+        kept = kept | "ProgressKept" >> progress.step("predicted", "triples")
+        dropped = dropped | "ProgressDropped" >> progress.step("predicted", "triples")
+        passages | "WritePassages" >> WriteTable(out, "passages", shards)
+        kept | "WriteKept" >> WriteTable(out, "queries", shards, schema="filtered_queries")
+        dropped | "WriteDropped" >> WriteTable(out, "dropped", shards, schema="filtered_queries")
+        (rejects | "RejectRows" >> beam.Map(lambda r: r.row())
+         | "WriteRejects" >> WriteTable(out, "rejects", shards))
+        tallies | "Summarize" >> Summarize(f"{out}/stages.json", [MACHINE_STAGE])
+        return (fold_stats
+                | "SumPerFold" >> beam.CombinePerKey(lambda values: tuple(map(sum, zip(*values))))
+                | "CollectFolds" >> beam.combiners.ToList()
+                | "WriteFolds" >> beam.Map(lambda stats: write_json(f"{out}/folds.json",
+                                                                    {"folds": sorted(stats)})))
+
+
+def run_filter(spec: RecordSpec, run_dir: str, output: str, choice: Optional[str] = None,
+               folds: Optional[int] = None, options: Optional[PipelineOptions] = None) -> dict:
+    """Run the machine filter and write `summary.json`; returns the summary.
+
+    `choice` and `folds` replace the spec's `filter.reader` and `filter.folds` when given.
+    """
+    choice = choice or spec.filter.reader
+    folds = folds or spec.filter.folds
+    if folds < 2:
+        raise UserError(f"machine filtering needs at least 2 folds, got --folds {folds}")
+    check_reader(choice)
+    spec = spec.model_copy(update={"filter": spec.filter.model_copy(
+        update={"reader": choice, "folds": folds})})
+    clear_output(output, FILTER_TABLES, FILTER_FILES)
+    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline | "FilterRecord" >> FilterRecord(spec, run_dir, output)
+    run_pipeline(pipeline)
+    out = output.rstrip("/")
+    stages = read_summary(f"{out}/stages.json")["stages"]
+    fold_stats = [(fold, tuple(values)) for fold, values in read_summary(f"{out}/folds.json")["folds"]]
+    summary = fold_summary(choice, fold_stats, stages)
+    write_json(f"{out}/summary.json", summary)
+    return summary
+
+
+def with_annotator(spec: RecordSpec, name: str) -> RecordSpec:
+    """A copy of `spec` whose annotator is `name` for every input (no per-input routing)."""
+    return spec.model_copy(update={"annotator": single_backend(spec.annotator, name)})
+
+
+class CompareRecordAnnotators(beam.PTransform):
+    """Stage 1 once, then two annotators over the same passages, and their agreement."""
+
+    def __init__(self, spec: RecordSpec, name_a: str, name_b: str, inputs: Sequence[str], output: str,
+                 url_lists: Sequence[str] = ()):
+        super().__init__()
+        self._spec, self._a, self._b = spec, name_a, name_b
+        self._inputs, self._output, self._url_lists = list(inputs), output.rstrip("/"), list(url_lists)
+
+    def expand(self, pbegin):
+        spec, out = self._spec, self._output
+        articles, _, _ = pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input)
+        url_info = read_url_info(pbegin, self._url_lists)
+        articles, _, _ = articles | "DropDuplicateIds" >> DropDuplicateIds(url_info)
+        splits, _, _ = articles | "SplitPassages" >> Stage(SPLIT, make_split_fn(spec.passage))
+        a, rejects_a, _ = splits | "AnnotateA" >> Annotate(single_backend(spec.annotator, self._a), spec.coref)
+        b, rejects_b, _ = splits | "AnnotateB" >> Annotate(single_backend(spec.annotator, self._b), spec.coref)
+        counts = (a, b) | "Compare" >> CompareAnnotations()
+        rejected = (
+            (rejects_a | "RejectedA" >> beam.Map(lambda r: (("a", r.reason), 1))),
+            (rejects_b | "RejectedB" >> beam.Map(lambda r: (("b", r.reason), 1))),
+        ) | "FlattenRejected" >> beam.Flatten() | "CountRejected" >> beam.CombinePerKey(sum) \
+            | "CollectRejected" >> beam.combiners.ToList()
+        names = (self._a, self._b)
+        return counts | "WriteReport" >> beam.Map(
+            lambda c, rej: write_json(f"{out}/compare.json", compare_report(names[0], names[1], c, rej)),
+            beam.pvalue.AsSingleton(rejected))
+
+
+def run_compare(spec: RecordSpec, name_a: str, name_b: str, inputs: Sequence[str], output: str,
+                url_lists: Sequence[str] = (), options: Optional[PipelineOptions] = None) -> dict:
+    """Annotate the same passages with two backends; write and return `compare.json`."""
+    for name in (name_a, name_b):
+        check_models(single_backend(spec.annotator, name))
+    clear_output(output, (), ("compare.json",))
+    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline | "CompareAnnotators" >> CompareRecordAnnotators(spec, name_a, name_b, inputs, output, url_lists)
+    run_pipeline(pipeline)
+    with FileSystems.open(f"{output.rstrip('/')}/compare.json") as handle:
+        return json.loads(handle.read().decode("utf-8"))
+
+
+def run_annotation_inputs(spec: RecordSpec, inputs: Sequence[str], output: str,
+                          url_lists: Sequence[str] = (), options: Optional[PipelineOptions] = None) -> None:
+    """Write `coref_input.jsonl` and `ner_input.jsonl` for `allennlp predict` (one shard each)."""
+    pipeline = beam.Pipeline(options=options or default_options())
+    articles, _, _ = pipeline | "ReadArticles" >> ReadArticles(list(inputs), spec.input)
+    url_info = read_url_info(pipeline, url_lists)
+    articles, _, _ = articles | "DropDuplicateIds" >> DropDuplicateIds(url_info)
+    lines = articles | "InputLines" >> beam.Map(lambda a: write_inputs([a]))
+    out = output.rstrip("/")
+    for index, name in ((0, "coref_input"), (1, "ner_input")):
+        (lines | f"Lines{index}" >> beam.FlatMap(lambda pair, i=index: pair[i])
+         | f"Write{index}" >> beam.io.WriteToText(f"{out}/{name}", file_name_suffix=".jsonl",
+                                                 num_shards=1, shard_name_template=""))
+    run_pipeline(pipeline)
