@@ -32,7 +32,7 @@ from pipeline.runner import (
 from transforms.core.errors import UserError
 
 # transforms.core.progress.ENABLED_ENV, spelled out: that module imports Beam, which `csdata --help`
-# and the commands without a pipeline never load (tests/core/test_startup.py keeps the two equal).
+# and the commands without a pipeline never load (tests/core/test_progress.py keeps the two equal).
 PROGRESS_ENV = "CSDATA_PROGRESS"
 
 try:
