@@ -194,10 +194,11 @@ def check_spacy(model: str, require: Sequence[str] = (), option: str = "the mode
 
 # ---- all-MiniLM-L6-v2 ------------------------------------------------------------------------
 
-def _offline_transformers() -> Any:
+def offline_transformers() -> Any:
+    """Import transformers with the hub switched off: models come from local files only."""
     # Set before the first import of transformers / huggingface_hub, which read them once.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
     import transformers
 
     transformers.utils.logging.disable_progress_bar()
@@ -240,7 +241,7 @@ class MiniLMEncoder:
         if batch_size < 1 or max_length < 1:
             raise ValueError(f"batch_size and max_length must be positive, got {batch_size}, {max_length}")
         path = minilm_path()
-        transformers = _offline_transformers()
+        transformers = offline_transformers()
         import torch
 
         self._torch = torch

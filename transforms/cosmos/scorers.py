@@ -21,7 +21,6 @@ piece raises core's `ModelUnavailable` naming it.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, Union
 
@@ -31,6 +30,7 @@ from transforms.core.models import (
     MiniLMEncoder,
     ModelUnavailable,
     check_minilm,
+    offline_transformers,
     require_packages,
     resolve_device,
 )
@@ -49,14 +49,6 @@ class AnswerScorer(Protocol):
     def score(self, items: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[float]]:
         """Per (paragraph, question, answers): s(A|P,Q) + s(A|P) + s(A|Q) for each answer A."""
 
-
-def _transformers() -> Any:
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    import transformers
-
-    transformers.utils.logging.disable_progress_bar()
-    return transformers
 
 
 def _as_torch(vectors: Any) -> Any:
@@ -117,7 +109,7 @@ class BertNSP:
             raise ModelUnavailable(f"bert-nsp model_path {path} has no config.json: it must be a local "
                                    f"BertForNextSentencePrediction directory (nothing is downloaded)")
         require_packages(("torch", "torch"), ("transformers", "transformers"))
-        transformers = _transformers()
+        transformers = offline_transformers()
         import torch
 
         self.torch = torch

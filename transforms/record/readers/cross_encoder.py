@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import functools
 import io
-import os
 import random
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from data_specs.models import CrossEncoderOptions
-from transforms.core.models import minilm_path, require_packages, resolve_device
+from transforms.core.models import minilm_path, offline_transformers, require_packages, resolve_device
 from transforms.record.readers.base import PLACEHOLDER, Candidate, Triple, candidates, correct_flags
 
 _REQUIRED = (("torch", "torch"), ("transformers", "transformers"),
@@ -49,14 +48,6 @@ class CrossEncoderModel:
     network: Any
     device: str
 
-
-def _transformers() -> Any:
-    """Import transformers with the hub switched off (set before the import, which reads them)."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    import transformers
-
-    return transformers
 
 
 def _window(passage: str, start: int, end: int, width: int) -> tuple[int, int]:
@@ -145,7 +136,7 @@ class CrossEncoderReader:
         """Tokenizer and network from the package directory: its weights, or its config only."""
         import torch
 
-        transformers = _transformers()
+        transformers = offline_transformers()
         path = str(minilm_path())
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         if pretrained:
