@@ -9,11 +9,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs.models import CosmosSpec
 from pipeline.runner import clear_output, default_options, run_pipeline
-from transforms.core.accounting import Summarize
 from transforms.core.io import read_summary
 from transforms.core.models import check_spacy
 from transforms.core.progress import ProgressLine
 from transforms.core.sinks import WriteTable
+from transforms.core.stages import Summarize
 from transforms.cosmos.paragraphs import (
     COHERENCE_STAGE,
     SAMPLE_STAGE,

@@ -31,11 +31,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from data_specs import ProtoqaSpec, load_dataset_spec, validate_spec
 from pipeline.runner import clear_output, default_options, run_pipeline
-from transforms.core.accounting import STAGE_UNITS, Summarize, format_summary, stage_entry
+from transforms.core.accounting import STAGE_UNITS, format_summary, stage_entry
 from transforms.core.io import read_summary, write_json, write_rows
 from transforms.core.models import check_minilm
 from transforms.core.progress import ProgressLine
 from transforms.core.sinks import WriteTable
+from transforms.core.stages import Summarize
 from transforms.protoqa import metric as pm
 from transforms.protoqa.assign import (
     ClusterAssigner,

@@ -14,12 +14,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs import RecordSpec
 from pipeline.runner import clear_output, default_options, run_pipeline
-from transforms.core.accounting import Ledger, Stage, Summarize
 from transforms.core.dedup import DEDUP_NEAR, DropNearDuplicates
 from transforms.core.errors import UserError
 from transforms.core.io import read_summary, write_json
 from transforms.core.progress import ProgressLine
 from transforms.core.sinks import WriteTable
+from transforms.core.stages import Ledger, Stage, Summarize
 from transforms.record.annotate import STAGE as ANNOTATE_STAGE
 from transforms.record.annotate.backends.allennlp import write_inputs
 from transforms.record.annotate.compare import CompareAnnotations, compare_report

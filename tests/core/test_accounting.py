@@ -5,7 +5,8 @@ import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import beam_test_pipeline
-from transforms.core.accounting import Reject, Stage, Summarize, build_summary, format_summary
+from transforms.core.accounting import Reject, build_summary, format_summary
+from transforms.core.stages import Stage, Summarize
 
 
 def odd_or_reject(n: int):

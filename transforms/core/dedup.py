@@ -12,7 +12,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import apache_beam as beam
 import numpy as np
 
-from transforms.core.accounting import Reject, Stage
+from transforms.core.accounting import Reject
+from transforms.core.stages import Stage
 
 DEDUP_NEAR = "dedup_near"
 

@@ -17,9 +17,10 @@ from apache_beam.utils import shared
 
 from data_specs.models import CoherenceSection, ParagraphSection, SampleSection, SentencesSection
 from filters import cosmos as cosmos_filters
-from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Ledger, Reject, Stage, route
+from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
 from transforms.core.hashing import unit_hash
 from transforms.core.models import load_spacy
+from transforms.core.stages import Ledger, Stage, route
 from transforms.cosmos.read import TEXT_TOO_LONG, Story
 from transforms.cosmos.scorers import make_coherence_scorer
 from transforms.cosmos.segment import (

@@ -49,8 +49,9 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from data_specs.models import CosmosInputSection
-from transforms.core.accounting import NAMESPACE, Reject, Stage
+from transforms.core.accounting import NAMESPACE, Reject
 from transforms.core.files import ReadRawRecords, expand_local_inputs
+from transforms.core.stages import Stage
 from transforms.core.text import (
     CONTROL_CHARACTERS,
     ControlPolicy,

@@ -44,10 +44,11 @@ from filters.protoqa import (
     omitted,
     same_question,
 )
-from transforms.core.accounting import NAMESPACE, Ledger, Reject, Stage
+from transforms.core.accounting import NAMESPACE, Reject
 from transforms.core.dedup import DropNearDuplicates
 from transforms.core.errors import UserError
 from transforms.core.files import ReadRawRecords
+from transforms.core.stages import Ledger, Stage
 from transforms.core.text import ControlPolicy, Decoded, Policy, Undecodable, clean_string, decode_text
 
 READ = "read"

@@ -15,7 +15,8 @@ import apache_beam as beam
 from data_specs.models import PassageSection
 from filters import record as record_filters
 from filters.text import tokenize
-from transforms.core.accounting import Reject, Stage
+from transforms.core.accounting import Reject
+from transforms.core.stages import Stage
 from transforms.record.annotation import AnnotatedArticle
 from transforms.record.article import SPLIT_STRATEGIES, Article, PassageSplit
 

@@ -14,8 +14,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from data_specs.models import FilterSection
-from transforms.core.accounting import Reject, Stage
+from transforms.core.accounting import Reject
 from transforms.core.hashing import unit_hash
+from transforms.core.stages import Stage
 from transforms.record.metric import is_correct
 from transforms.record.readers import make_reader
 from transforms.record.readers.base import Reader, Triple, random_baseline

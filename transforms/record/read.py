@@ -57,8 +57,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from data_specs.models import RecordInputSection
-from transforms.core.accounting import NAMESPACE, Reject, Stage
+from transforms.core.accounting import NAMESPACE, Reject
 from transforms.core.files import ReadRawRecords, expand_local_inputs
+from transforms.core.stages import Stage
 from transforms.core.text import Decoded, Undecodable, clean_string, decode_text
 from transforms.record.article import Article, article_document
 

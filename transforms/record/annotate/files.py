@@ -21,7 +21,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from data_specs import SpecError
 from data_specs.models import AllennlpPredictionsOptions, AnnotatorSection, DeepmindMetadataOptions
-from transforms.core.accounting import Reject, Stage
+from transforms.core.accounting import Reject
+from transforms.core.stages import Stage
 from transforms.record.annotate import STAGE
 from transforms.record.annotate.backends import allennlp, deepmind
 from transforms.record.annotate.document import assemble_document

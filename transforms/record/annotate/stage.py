@@ -16,8 +16,9 @@ from apache_beam.utils import shared
 
 from data_specs import SpecError
 from data_specs.models import AnnotatorSection, CorefSection
-from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject, route
+from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
 from transforms.core.models import check_spacy
+from transforms.core.stages import route
 from transforms.record.annotate import STAGE
 from transforms.record.annotate.backends.stanza_backend import StanzaAnnotator, check_stanza_resources
 from transforms.record.annotate.document import assemble_document
