@@ -14,7 +14,7 @@ import signal
 import sys
 import traceback
 from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -35,10 +35,6 @@ from transforms.core.errors import UserError
 # and the commands without a pipeline never load (tests/core/test_progress.py keeps the two equal).
 PROGRESS_ENV = "CSDATA_PROGRESS"
 
-try:
-    __version__ = version("csdata")
-except PackageNotFoundError:   # a source checkout that was never installed
-    __version__ = "0+unknown"
 QUIET_FLAGS = {"-q", "--quiet"}
 EXIT_USER_ERROR = 2        # argparse's code for usage errors, used for every user error
 EXIT_ACCOUNTING = 3        # a stage's in != kept + rejected
@@ -51,6 +47,36 @@ EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE, as shells report a closed pipe
 #   demo(output_dir, make_options)          its part of `csdata demo`; returning False (a stage
 #                                           lost records) makes the demo exit with status 3
 DATASET_MODULES = ("pipeline.record", "pipeline.cosmos", "pipeline.protoqa")
+
+
+@lru_cache(maxsize=1)
+def csdata_version() -> str:
+    """The installed package's version (read on first use: importlib.metadata costs ~30 ms)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("csdata")
+    except PackageNotFoundError:   # a source checkout that was never installed
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> str:
+    """`pipeline.cli.__version__`, computed when first asked for."""
+    if name == "__version__":
+        return csdata_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: argparse's version action, with the version looked up only when asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show the version and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"csdata {csdata_version()}")
+        parser.exit()
 
 
 def quiet_beam_import_warning() -> None:
@@ -69,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="csdata", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="log Beam's progress")
-    parser.add_argument("--version", action="version", version=f"csdata {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress lines on stderr (they are on by default for long runs)")
     parser.add_argument("--debug", action="store_true",
@@ -125,25 +151,36 @@ def run_command(module, args: argparse.Namespace, extra: Sequence[str]) -> int:
         check_run_dir(run_dir)
     if not getattr(args, "staged_output", False):
         return module.run(args, extra, beam_options)
-    from transforms.core.progress import format_written
-
     output = args.output
     check_output(output)
     with staged(output) as staging:
         args.output = staging
         code = module.run(args, extra, beam_options)
         if code == 0:
-            mark_finished(staging, {"csdata": __version__, "command": " ".join(_command_words(args)),
+            mark_finished(staging, {"csdata": csdata_version(), "command": " ".join(_command_words(args)),
                                     "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")})
             commit(staging, output)
-            tables = sorted(p.name for p in Path(output).iterdir() if p.is_dir() and any(p.glob("*.parquet")))
-            print(f"\noutput: {output}" + (f"\n{format_written(output, tables)}" if tables else ""))
+            print(f"\noutput: {output}" + _written_tables(output))
         elif code == EXIT_ACCOUNTING:
             print(f"csdata: a stage lost records; previous output at {output} kept, this run's "
                   f"output left in {staging}", file=sys.stderr)
         else:
             shutil.rmtree(staging, ignore_errors=True)
     return code
+
+
+def _written_tables(output: str) -> str:
+    """The rows and path of each Parquet table a run wrote ("" when it wrote none)."""
+    if "://" in output:
+        return ""
+    tables = sorted(p.name for p in Path(output).iterdir() if p.is_dir() and any(p.glob("*.parquet")))
+    if not tables:
+        return ""
+    # Imported only here: transforms.core.progress imports Beam, which most commands without a
+    # pipeline (and all that write no Parquet) never load.
+    from transforms.core.progress import format_written
+
+    return f"\n{format_written(output, tables)}"
 
 
 def _command_words(args: argparse.Namespace) -> list[str]:
@@ -185,11 +222,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _fail(error: BaseException, debug: bool) -> int:
     """The exit code (and the one line) for an exception that ended a command."""
-    from data_specs import SpecError
-
+    # A SpecError can only come from a loaded data_specs; importing it here (pydantic) would slow
+    # every exit, `--help` (a SystemExit) included.
+    spec_error = getattr(sys.modules.get("data_specs"), "SpecError", UserError)
     try:
         raise error
-    except (SpecError, UserError) as error:
+    except (spec_error, UserError) as error:
         return _user_error(str(error), debug)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as error:
         return _user_error(f"{error.strerror}: {error.filename}" if error.filename else str(error), debug)

@@ -24,73 +24,15 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
+if TYPE_CHECKING:
+    from apache_beam.options.pipeline_options import PipelineOptions
 
-from data_specs import ProtoqaSpec, load_dataset_spec, validate_spec
-from pipeline.runner import clear_output, default_options, run_pipeline
-from transforms.core.accounting import STAGE_UNITS, format_summary, stage_entry
-from transforms.core.io import read_summary, write_json, write_rows
-from transforms.core.models import check_minilm
-from transforms.core.progress import ProgressLine
-from transforms.core.sinks import WriteTable
-from transforms.core.stages import Summarize
-from transforms.protoqa import metric as pm
-from transforms.protoqa.assign import (
-    ClusterAssigner,
-    assign_rows,
-    leave_one_out,
-    minilm_embedder,
-    read_answer_rows,
-    unknown_questions,
-)
-from transforms.protoqa.cluster_prep import (
-    PREP_STAGES,
-    PROPOSE,
-    READ,
-    check_models,
-    prepare_all,
-    read_crowd_answers,
-    read_prep,
-)
-from transforms.protoqa.questions import (
-    QUESTION_STAGES,
-    CurateQuestions,
-    ReadQuestionLines,
-    question_units,
-    read_id_list,
-    scraped_jsonl,
-)
-from transforms.protoqa.release import (
-    COVERAGE,
-    RELEASE_STAGES,
-    SPLIT,
-    coverage_report,
-    dumps_record,
-    filter_coverage,
-    read_records,
-    read_text,
-    split_records,
-)
-from transforms.protoqa.sheets import (
-    ADJUDICATE,
-    ADJUDICATION_COLUMNS,
-    ANNOTATOR_COLUMNS,
-    DISAGREEMENT_COLUMNS,
-    adjudicate,
-    adjudication_column,
-    adjudication_rows,
-    agreement,
-    disagreements,
-    export_sheet_rows,
-    merge_sheets,
-    read_sheet,
-    write_csv,
-)
-from transforms.protoqa.stats import cluster_counts, format_agreement, format_coverage, stats_from_counts
+    from data_specs import ProtoqaSpec
 
+# The transforms, the spec models and Beam are imported by the functions that use them, so that
+# `csdata --help` and `protoqa score` start fast; the Beam pipeline lives in pipeline/protoqa_beam.py.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = REPO_ROOT / "tests" / "data" / "protoqa"
 RUN_FILE = "run.json"
@@ -249,6 +191,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
 
 
 def _mark_run(output: str, command: str) -> None:
+    from transforms.core.io import write_json
+
     write_json(f"{output.rstrip('/')}/{RUN_FILE}", {"dataset": "protoqa", "command": command})
 
 
@@ -259,6 +203,8 @@ def _local_dir(output: str) -> Path:
 
 
 def _write_jsonl(path: Path, records: Sequence[dict]) -> None:
+    from transforms.protoqa.release import dumps_record
+
     with open(path, "w", encoding="utf-8") as handle:
         for record in records:
             handle.write(dumps_record(record) + "\n")
@@ -266,6 +212,8 @@ def _write_jsonl(path: Path, records: Sequence[dict]) -> None:
 
 def _tally_summary(stages: dict[str, tuple[int, int, Counter]], order: Sequence[str]) -> dict:
     """The summary of plain-Python stages: `order` first (zeros for a stage that never ran)."""
+    from transforms.core.accounting import stage_entry
+
     names = list(order) + [s for s in stages if s not in order]
     return {"stages": {s: stage_entry(*stages.get(s, (0, 0, {}))) for s in names}}
 
@@ -275,43 +223,31 @@ def _balanced(summary: dict) -> bool:
 
 
 def run_questions(spec: ProtoqaSpec, inputs: Sequence[str], output: str, omitted: Sequence[str] = (),
-                  flagged: Sequence[str] = (), options=None) -> dict:
-    """Question curation on Beam; returns the summary (also in OUTPUT/summary.json)."""
-    out = output.rstrip("/")
-    clear_output(out, ("questions", "rejects"), ("summary.json", "questions.jsonl", RUN_FILE))
-    omitted_ids, omitted_questions, flagged_ids = [], [], []
-    for path in omitted:
-        ids, texts = read_id_list(path)
-        omitted_ids += ids
-        omitted_questions += texts
-    for path in flagged:
-        flagged_ids += read_id_list(path)[0]
-    shards = spec.output.num_shards
+                  flagged: Sequence[str] = (), options: Optional[PipelineOptions] = None) -> dict:
+    """Question curation on Beam (pipeline/protoqa_beam.py); returns the summary (also in
+    OUTPUT/summary.json) and marks OUTPUT as a finished ProtoQA run."""
+    from pipeline import protoqa_beam
+    from pipeline.runner import clear_output
 
-    def write_jsonl(rows):
-        with FileSystems.create(f"{out}/questions.jsonl") as handle:
-            for row in sorted(rows, key=lambda r: r["question_id"]):
-                handle.write((scraped_jsonl(row) + "\n").encode("utf-8"))
-
-    pipeline = beam.Pipeline(options=options or default_options())
-    lines = pipeline | "Read" >> ReadQuestionLines(inputs)
-    progress = ProgressLine()   # lead: ProgressLine(progress) once run_questions takes `progress`
-    lines = lines | "ProgressRead" >> progress.step("read", "questions", count=question_units)
-    rows, rejects, tallies = lines | "CurateQuestions" >> CurateQuestions(
-        spec.questions, spec.seed, omitted_ids, omitted_questions, flagged_ids)
-    rows = rows | "ProgressKept" >> progress.step("kept", "questions")
-    rows | "WriteQuestions" >> WriteTable(out, "questions", shards, dataset="protoqa")
-    (rows | "CollectRows" >> beam.combiners.ToList() | "WriteJsonl" >> beam.Map(write_jsonl))
-    (rejects | "RejectRows" >> beam.Map(lambda r: r.row())
-     | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="protoqa"))
-    tallies | "Summarize" >> Summarize(f"{out}/summary.json", QUESTION_STAGES)
-    run_pipeline(pipeline)
-    _mark_run(out, "questions")
-    return read_summary(f"{out}/summary.json")
+    clear_output(output.rstrip("/"), (), (RUN_FILE,))
+    summary = protoqa_beam.run_questions(spec, inputs, output, omitted, flagged, options)
+    _mark_run(output.rstrip("/"), "questions")
+    return summary
 
 
 def run_cluster_prep(spec: ProtoqaSpec, answers_csv: str, output: str, models=None) -> dict:
     """Normalised answers and proposed clusters of a crowd answers CSV; returns the summary."""
+    from transforms.core.io import write_json, write_rows
+    from transforms.protoqa.cluster_prep import (
+        PREP_STAGES,
+        PROPOSE,
+        READ,
+        check_models,
+        prepare_all,
+        read_crowd_answers,
+    )
+    from transforms.protoqa.release import read_text
+
     if models is None:
         check_models(spec.answers)
     path = _local_dir(output)
@@ -330,6 +266,9 @@ def run_cluster_prep(spec: ProtoqaSpec, answers_csv: str, output: str, models=No
 
 def run_sheets_export(prep_dir: str, output: str, annotators: Sequence[str]) -> list[str]:
     """One blank annotation sheet per annotator (default A and B); returns their paths."""
+    from transforms.protoqa.cluster_prep import read_prep
+    from transforms.protoqa.sheets import ANNOTATOR_COLUMNS, export_sheet_rows, write_csv
+
     path = _local_dir(output)
     rows = export_sheet_rows(read_prep(prep_dir))
     written = []
@@ -343,6 +282,18 @@ def run_sheets_export(prep_dir: str, output: str, annotators: Sequence[str]) -> 
 def run_sheets_import(spec: ProtoqaSpec, sheets: Sequence[str], output: str,
                       columns: Optional[Sequence[str]] = None) -> dict:
     """BLANC agreement of two annotators, their disagreements and the adjudication sheet."""
+    from transforms.core.io import write_json
+    from transforms.protoqa.release import read_text
+    from transforms.protoqa.sheets import (
+        ADJUDICATION_COLUMNS,
+        DISAGREEMENT_COLUMNS,
+        adjudication_rows,
+        agreement,
+        disagreements,
+        merge_sheets,
+        write_csv,
+    )
+
     invalid = spec.sheets.invalid_labels
     merged, (col_a, col_b) = merge_sheets([read_text(s) for s in sheets], columns)
     result = agreement(merged, "annotator_a", "annotator_b", invalid, spec.sheets.blanc.mentions)
@@ -361,6 +312,10 @@ def run_sheets_import(spec: ProtoqaSpec, sheets: Sequence[str], output: str,
 
 def run_adjudicate(spec: ProtoqaSpec, sheet: str, output: str, column: Optional[str] = None) -> dict:
     """protoqa-data records of an adjudicated sheet (OUTPUT/adjudicated.jsonl); the summary."""
+    from transforms.core.io import write_json
+    from transforms.protoqa.release import read_text
+    from transforms.protoqa.sheets import ADJUDICATE, adjudicate, adjudication_column, read_sheet
+
     questions, cols = read_sheet(read_text(sheet))
     records, rejects = adjudicate(questions, column or adjudication_column(cols),
                                   spec.sheets.invalid_labels, spec.release.source)
@@ -376,6 +331,17 @@ def run_adjudicate(spec: ProtoqaSpec, sheet: str, output: str, column: Optional[
 
 def run_release(spec: ProtoqaSpec, inputs: Sequence[str], output: str) -> dict:
     """Coverage filter and dev / test split; returns {"summary": ..., "coverage": report}."""
+    from transforms.core.io import write_json
+    from transforms.protoqa.release import (
+        COVERAGE,
+        RELEASE_STAGES,
+        SPLIT,
+        coverage_report,
+        filter_coverage,
+        read_records,
+        split_records,
+    )
+
     records = read_records(inputs)
     report = coverage_report(records, spec.coverage)
     kept, rejects = filter_coverage(records, spec.coverage)
@@ -409,6 +375,8 @@ def run_score(targets_path: str, predictions_path: str, similarity: str = "exact
     Writes the per-question report to `per_question_path` when given; warns on stderr about
     target questions without predictions (not counted, as officially).
     """
+    from transforms.protoqa import metric as pm
+
     targets = pm.load_targets(targets_path)
     predictions = pm.load_predictions(predictions_path)
     missing = pm.missing_questions(targets, predictions)
@@ -429,6 +397,8 @@ def with_assign_threshold(spec: ProtoqaSpec, threshold: Optional[float]) -> Prot
     """`spec` with `assign.threshold` replaced (validated) unless `threshold` is None."""
     if threshold is None:
         return spec
+    from data_specs import ProtoqaSpec, validate_spec
+
     updated = validate_spec(spec.model_copy(update={
         "assign": spec.assign.model_copy(update={"threshold": threshold})}))
     assert isinstance(updated, ProtoqaSpec)
@@ -438,6 +408,17 @@ def with_assign_threshold(spec: ProtoqaSpec, threshold: Optional[float]) -> Prot
 def run_assign(spec: ProtoqaSpec, targets_path: str, answers_path: Optional[str], output: str = "-",
                embeddings: bool = True, held_out: bool = False) -> int:
     """`protoqa assign`: proposals for ANSWERS as JSONL, or the leave-one-out report; exit code."""
+    from transforms.core.models import check_minilm
+    from transforms.protoqa import metric as pm
+    from transforms.protoqa.assign import (
+        ClusterAssigner,
+        assign_rows,
+        leave_one_out,
+        minilm_embedder,
+        read_answer_rows,
+        unknown_questions,
+    )
+
     if embeddings:
         check_minilm()
     targets = pm.load_targets(targets_path)
@@ -474,6 +455,8 @@ def is_run(path) -> bool:
 
 
 def stats(path) -> str:
+    from transforms.protoqa.stats import cluster_counts, format_agreement, stats_from_counts
+
     path = Path(path)
     command = json.loads((path / RUN_FILE).read_text(encoding="utf-8"))["command"]
     if command == "sheets-import":
@@ -496,6 +479,10 @@ def run(args, extra: Sequence[str], beam_options) -> int:
             for name, value in means.items():
                 print(f"{name:<22} {value:.4f}")
         return 0
+    from data_specs import ProtoqaSpec, load_dataset_spec
+    from transforms.core.accounting import STAGE_UNITS, format_summary
+    from transforms.protoqa.stats import format_agreement, format_coverage
+
     spec = load_dataset_spec(ProtoqaSpec, args.spec, args.overrides)
     if command == "assign":
         return run_assign(with_assign_threshold(spec, args.threshold), args.targets, args.answers,
@@ -536,6 +523,10 @@ def demo(output_dir: Path, make_options) -> bool:
 
     Returns False when a stage's accounting does not balance (in != kept + rejected).
     """
+    from data_specs import ProtoqaSpec, load_dataset_spec
+    from transforms.core.accounting import STAGE_UNITS, format_summary
+    from transforms.protoqa.stats import format_agreement, format_coverage
+
     spec = load_dataset_spec(ProtoqaSpec, "protoqa")
     out = Path(output_dir) / "protoqa"
     rel = SAMPLES.relative_to(REPO_ROOT)

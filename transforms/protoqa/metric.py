@@ -57,7 +57,6 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from transforms.core.errors import UserError
 from transforms.core.text import Decoded, decode_text
@@ -361,6 +360,9 @@ def limit_incorrect(matrix: np.ndarray, k: Optional[int]) -> np.ndarray:
 
 def optimal_assignment(scaled: np.ndarray) -> Tuple[float, np.ndarray, np.ndarray]:
     """Maximum-total one-to-one assignment of rows to columns (Hungarian algorithm)."""
+    # Imported here: scipy.optimize costs ~0.6 s, which only a scoring run should pay.
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(-scaled)
     return scaled[rows, cols].sum(), rows, cols
 

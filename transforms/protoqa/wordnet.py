@@ -18,8 +18,9 @@ string as follows, and this module reproduces it number for number:
 
 Punkt is not installable offline, so ``word_tokenize``'s sentence split is replaced by a small
 rule (`split_sentences`): it only matters for answers holding two sentences, which none of the
-real files do. Everything else (NLTK's improved Treebank tokenizer, ``wn.synsets``, morphy) is
-NLTK's own code.
+real files do. The tokenizer is NLTK's improved Treebank tokenizer, its rules copied into
+`transforms.protoqa.treebank` (importing it from NLTK would cost about 1.5 s per command);
+``wn.synsets`` and morphy are NLTK's own code (see below).
 
 Speed (the official code needs 6-10 minutes on the 52 dev questions): the scorer never loads
 NLTK's WordNet reader. `synset_keys` reads a compact index of exactly what ``wn.synsets`` looks
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import importlib.util
 import os
 import pickle
 import re
@@ -46,9 +48,17 @@ from itertools import product
 from pathlib import Path
 from typing import FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
-from data_specs import SPEC_DIR
+from transforms.protoqa.treebank import word_tokenize_sentence
 
-STOPWORDS_PATH = SPEC_DIR / "nltk_english_stopwords.txt"
+
+def _spec_dir() -> Path:
+    """The `data_specs` folder, found without importing it (its models import pydantic)."""
+    spec = importlib.util.find_spec("data_specs")
+    assert spec is not None and spec.origin is not None, "the data_specs package is installed with csdata"
+    return Path(spec.origin).parent
+
+
+STOPWORDS_PATH = _spec_dir() / "nltk_english_stopwords.txt"
 
 # Abbreviations after which Punkt (English model) does not end a sentence. Only used by
 # `split_sentences`, i.e. only for answers that hold ". " inside the first 50 characters.
@@ -63,13 +73,6 @@ def stopwords() -> FrozenSet[str]:
     """NLTK's classic 179-word English stopword list (lowercase; apostrophe forms included)."""
     words = STOPWORDS_PATH.read_text(encoding="utf-8").split()
     return frozenset(words)
-
-
-@lru_cache(maxsize=1)
-def _word_tokenizer():
-    from nltk.tokenize.destructive import NLTKWordTokenizer
-
-    return NLTKWordTokenizer()
 
 
 def split_sentences(text: str) -> List[str]:
@@ -94,8 +97,7 @@ def split_sentences(text: str) -> List[str]:
 @cache
 def tokenize(text: str) -> Tuple[str, ...]:
     """``nltk.word_tokenize(text)`` without Punkt: NLTK's Treebank tokenizer per sentence."""
-    tokenizer = _word_tokenizer()
-    return tuple(tok for sent in split_sentences(text) for tok in tokenizer.tokenize(sent))
+    return tuple(tok for sent in split_sentences(text) for tok in word_tokenize_sentence(sent))
 
 
 @cache

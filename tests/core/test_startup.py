@@ -1,0 +1,148 @@
+"""Commands load only what they use (issue #11): each command runs through `pipeline.cli.main`
+in a fresh interpreter, which then reports the heavy modules it imported.
+
+Only imports are checked here, never timings (`make bench` measures those). The help screens
+load no Beam, no models, no spec models (pydantic) and no scipy. `protoqa score` loads scipy
+(its assignment solver) but no Beam, no pydantic, and no NLTK once the WordNet index is cached.
+`record export`, `stats` and the plain-Python ProtoQA steps load no Beam and no model.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from transforms.core.io import write_json, write_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTOQA_SAMPLES = ROOT / "tests" / "data" / "protoqa"
+MODELS = frozenset({"apache_beam", "torch", "transformers", "spacy"})
+WATCHED = sorted(MODELS | {"scipy", "nltk", "pydantic", "pyarrow", "sklearn", "datasketch"})
+
+CHILD = f"""
+import json, os, sys
+from pipeline.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as stop:
+    code = stop.code
+loaded = sorted(m for m in {WATCHED!r} if m in sys.modules)
+with open(os.environ["STARTUP_REPORT"], "w") as handle:
+    json.dump({{"code": code, "loaded": loaded}}, handle)
+"""
+
+
+def loaded_by(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> set[str]:
+    """The watched modules `csdata ARGV` imported in a fresh interpreter (the command must succeed)."""
+    report = tmp_path / "startup-report.json"
+    report.unlink(missing_ok=True)
+    environ = dict(os.environ, STARTUP_REPORT=str(report), **(env or {}))
+    done = subprocess.run([sys.executable, "-c", CHILD, *argv], cwd=ROOT, env=environ,
+                          capture_output=True, text=True)
+    assert report.exists(), done.stderr
+    result = json.loads(report.read_text())
+    assert result["code"] in (0, None), done.stderr
+    return set(result["loaded"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["--help"], ["record", "--help"], ["cosmos", "--help"], ["protoqa", "--help"],
+    ["record", "generate", "--help"], ["protoqa", "score", "--help"], ["stats", "--help"],
+    ["--version"],
+])
+def test_help_loads_nothing_heavy(tmp_path, argv):
+    assert loaded_by(tmp_path, *argv) == set()
+
+
+# ------------------------------------------------------------------------------ protoqa score
+TARGETS = [
+    {"metadata": {"id": "q1"}, "question": {"normalized": "name a pet."},
+     "answers": {"clusters": {"q1.0": {"count": 3, "answers": ["dog", "puppy"]},
+                              "q1.1": {"count": 1, "answers": ["cat"]}}}},
+]
+PREDICTIONS = {"q1": ["Puppies", "kitten", "dog"]}
+
+
+def score_files(tmp_path: Path) -> list[str]:
+    targets, predictions = tmp_path / "targets.jsonl", tmp_path / "predictions.json"
+    targets.write_text("".join(json.dumps(t) + "\n" for t in TARGETS), encoding="utf-8")
+    predictions.write_text(json.dumps(PREDICTIONS), encoding="utf-8")
+    return ["protoqa", "score", "--targets", str(targets), "--predictions", str(predictions)]
+
+
+def test_exact_score_loads_the_solver_only(tmp_path):
+    loaded = loaded_by(tmp_path, *score_files(tmp_path), "--json")
+    assert loaded == {"scipy"}
+
+
+@pytest.mark.slow   # builds the WordNet index once (seconds)
+def test_wordnet_score_loads_nltk_only_to_build_the_index(tmp_path):
+    argv = [*score_files(tmp_path), "--similarity", "wordnet", "--json"]
+    cache = {"CSDATA_CACHE_DIR": str(tmp_path / "cache")}
+    cold = loaded_by(tmp_path, *argv, env=cache)                           # built from NLTK's reader
+    assert "nltk" in cold and not MODELS & cold
+    assert list((tmp_path / "cache").glob("wordnet-index-*.pickle"))
+    assert loaded_by(tmp_path, *argv, env=cache) == {"scipy"}              # warm: the cached index
+
+
+# ------------------------------------------------------------------ finished runs: export, stats
+BODY = "Ana Silva opened a cafe in Porto. Silva had worked in Lisbon for years."
+TEXT = BODY + "\n@highlight\nA new cafe in Porto"
+
+
+def mention(text: str, name: str, label: str, chain: int) -> dict:
+    start = text.index(name)
+    return {"start": start, "end": start + len(name) - 1, "text": name, "label": label, "chain": chain}
+
+
+def record_run(root: Path) -> Path:
+    """A finished ReCoRD run of one passage and one query, written by hand."""
+    passage = {"passage_id": "p1", "source": "CNN", "url": "", "split": "train", "encoding": "utf-8",
+               "text": TEXT, "body_end": len(BODY), "passage_paragraphs": 1, "rest_paragraphs": 1,
+               "tokens": 14, "entities": [mention(TEXT, "Ana Silva", "PERSON", 0),
+                                          mention(TEXT, "Porto", "GPE", 1),
+                                          mention(TEXT, "Lisbon", "GPE", 2)]}
+    sentence = "Ana Silva plans a second cafe next year."
+    answer = mention(TEXT, "Ana Silva", "PERSON", 0)
+    query = {"query_id": "p1-q1", "passage_id": "p1", "query": "@placeholder plans a second cafe next year.",
+             "sentence": sentence, "sentence_index": 0, "placeholder_start": 0, "mention": "Ana Silva",
+             "label": "PERSON", "chain": 0,
+             "answers": [{k: answer[k] for k in ("start", "end", "text")}], "filters_passed": ["ngram"]}
+    write_rows([passage], "record", "passages", root / "passages")
+    write_rows([query], "record", "queries", root / "queries")
+    write_rows([], "record", "rejects", root / "rejects")
+    write_json(str(root / "summary.json"), {"stages": {}})
+    return root
+
+
+def test_record_export_and_stats_load_no_beam_or_models(tmp_path):
+    run = record_run(tmp_path / "record")
+    exported = tmp_path / "record.json"
+    assert not MODELS & loaded_by(tmp_path, "record", "export", str(run), "--output", str(exported))
+    assert json.loads(exported.read_text())["data"][0]["qas"][0]["id"] == "p1-q1"
+    assert not (MODELS | {"scipy"}) & loaded_by(tmp_path, "stats", str(run))
+
+
+def test_protoqa_release_and_its_stats_load_no_beam_or_models(tmp_path):
+    release = tmp_path / "release"
+    loaded = loaded_by(tmp_path, "protoqa", "release", "--input",
+                       str(PROTOQA_SAMPLES / "golden_adjudicated.jsonl"), "--output", str(release))
+    assert not (MODELS | {"scipy"}) & loaded
+    assert (release / "dev.jsonl").exists()
+    assert not (MODELS | {"scipy"}) & loaded_by(tmp_path, "stats", str(release))
+
+
+def test_a_missing_file_is_a_user_error_without_the_spec_models(tmp_path):
+    """The error path itself must not import data_specs (pydantic) to classify the error."""
+    report = tmp_path / "startup-report.json"
+    environ = dict(os.environ, STARTUP_REPORT=str(report))
+    done = subprocess.run([sys.executable, "-c", CHILD, "protoqa", "score", "--targets",
+                           str(tmp_path / "absent.jsonl"), "--predictions", str(tmp_path / "absent.json")],
+                          cwd=ROOT, env=environ, capture_output=True, text=True)
+    result = json.loads(report.read_text())
+    assert result["code"] == 2 and "csdata: error:" in done.stderr
+    assert "pydantic" not in result["loaded"]
