@@ -1,6 +1,8 @@
 """ReCoRD (Zhang et al. 2018): news articles to cloze queries, the machine filter, the crowd round trip.
 
     csdata record generate --input stories/ --output out/rec               # stages 1-2 (Beam)
+    csdata record annotate --input stories/ --output ann/                  # NER once, for variants
+    csdata record generate --input stories/ --output out/v --annotations ann/ --set query.ngram=4
     csdata record filter out/rec --output out/recf                         # stage 3 (Beam)
     csdata record hits export out/recf --output hits.csv                   # stage 4: crowd task
     csdata record hits import results.csv --run out/recf --output out/recv # stage 4: splits
@@ -33,7 +35,7 @@ DEMO_DATA = REPO_ROOT / "tests" / "data" / "record"
 # CLI
 # --------------------------------------------------------------------------------------------
 # Commands that run a Beam pipeline: the arguments csdata does not know go to Beam.
-BEAM_COMMANDS = ("generate", "compare-annotators", "annotation-inputs", "filter")
+BEAM_COMMANDS = ("generate", "annotate", "compare-annotators", "annotation-inputs", "filter")
 
 
 def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str], None]) -> None:
@@ -52,7 +54,24 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                           help="published URL list (all_train.txt ...): url, source, split per article")
     generate.add_argument("--annotator", help="annotation backend for every input, overriding the spec: "
                           "spacy, stanza, allennlp-predictions or deepmind-metadata")
+    generate.add_argument("--annotations", metavar="DIR",
+                          help="output of `csdata record annotate`: reuse its annotations for every "
+                               "article whose text and model settings match (spacy only)")
     add_spec_args(generate, "record")
+
+    annotate = record_cmds.add_parser(
+        "annotate", help="annotate articles once (spaCy NER and sentences) for later generate runs",
+        description="Read the inputs, drop duplicate ids and annotate every article some passage "
+                    "split could use (it has highlights and more than one paragraph): spaCy NER and "
+                    "sentences of each paragraph and highlight, which no split, threshold, label "
+                    "list or coreference setting changes. Writes OUTPUT/annotations/ (Parquet), "
+                    "OUTPUT/rejects/ and OUTPUT/summary.json; `generate --annotations OUTPUT` "
+                    "reuses them. Other options go to Beam.")
+    annotate.add_argument("--input", action="append", required=True, metavar="PATTERN",
+                          help="file, directory, glob or .tgz of stories / JSONL (repeatable)")
+    annotate.add_argument("--output", required=True, help="output directory (local or gs://)")
+    annotate.set_defaults(staged_output=True)   # written beside --output, then swapped in
+    add_spec_args(annotate, "record")
 
     compare = record_cmds.add_parser(
         "compare-annotators", help="entity-span and chain agreement of two annotation backends",
@@ -139,16 +158,56 @@ def _balanced(summary: dict) -> bool:
     return all(s["balanced"] for s in summary["stages"].values())
 
 
+def check_annotations(path: str) -> None:
+    """`--annotations` must be the output of a finished `csdata record annotate` run."""
+    from transforms.core.errors import UserError
+
+    if "://" in path:
+        return
+    run = Path(path)
+    if not run.is_dir():
+        raise UserError(f"--annotations {path}: no such directory")
+    if not any((run / "annotations").glob("*.parquet")) or not (run / "summary.json").is_file():
+        raise UserError(f"--annotations {path} is not the output of a finished `csdata record "
+                        "annotate` run (no annotations/*.parquet)")
+
+
+def reuse_line(entry: dict) -> str:
+    """`reused N of M annotations from DIR`, with why the others were annotated."""
+    because = ", ".join(f"{k}={v}" for k, v in entry["annotated_because"].items() if v)
+    return (f"reused {entry['reused']} of {entry['articles']} annotations from {entry['source']}"
+            + (f"; annotated {entry['annotated']} ({because})" if entry["annotated"] else ""))
+
+
 def _generate(args, options: PipelineOptions) -> int:
     from data_specs import RecordSpec, load_dataset_spec
     from pipeline.record_beam import run_record, with_annotator
     from transforms.core.accounting import STAGE_UNITS, format_summary
     from transforms.core.io import read_summary
+    from transforms.record.annotate.stage import check_cacheable
 
     spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     if args.annotator:
         spec = with_annotator(spec, args.annotator)
-    run_record(spec, args.input, args.output, args.url_list, options)
+    if args.annotations:
+        check_cacheable(spec.annotator)
+        check_annotations(args.annotations)
+    run_record(spec, args.input, args.output, args.url_list, options, annotations=args.annotations)
+    summary = read_summary(f"{args.output.rstrip('/')}/summary.json")
+    print(format_summary(summary, STAGE_UNITS["record"]))
+    if "annotations" in summary:
+        print(reuse_line(summary["annotations"]))
+    return 0 if _balanced(summary) else 3
+
+
+def _annotate(args, options: PipelineOptions) -> int:
+    from data_specs import RecordSpec, load_dataset_spec
+    from pipeline.record_beam import run_annotate
+    from transforms.core.accounting import STAGE_UNITS, format_summary
+    from transforms.core.io import read_summary
+
+    spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
+    run_annotate(spec, args.input, args.output, options)
     summary = read_summary(f"{args.output.rstrip('/')}/summary.json")
     print(format_summary(summary, STAGE_UNITS["record"]))
     return 0 if _balanced(summary) else 3
@@ -242,7 +301,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     """Run the parsed `csdata record ...` command; `extra` (unknown arguments) go to Beam."""
     command = args.record_command
     if command in BEAM_COMMANDS:
-        handler = {"generate": _generate, "compare-annotators": _compare,
+        handler = {"generate": _generate, "annotate": _annotate, "compare-annotators": _compare,
                    "annotation-inputs": _annotation_inputs, "filter": _filter}[command]
         return handler(args, beam_options(extra))
     if extra:

@@ -23,7 +23,16 @@ from transforms.core.stages import Ledger, Stage, Summarize
 from transforms.record.annotate import STAGE as ANNOTATE_STAGE
 from transforms.record.annotate.backends.allennlp import write_inputs
 from transforms.record.annotate.compare import CompareAnnotations, compare_report
-from transforms.record.annotate.stage import Annotate, check_models, single_backend
+from transforms.record.annotate.stage import (
+    Annotate,
+    AnnotateArticles,
+    CountOutcomes,
+    check_cacheable,
+    check_models,
+    single_backend,
+)
+from transforms.record.annotate.store import TABLE as ANNOTATIONS_TABLE
+from transforms.record.annotate.store import annotation_row
 from transforms.record.curate import (
     DEDUP_ID,
     PASSAGE_STAGE,
@@ -33,6 +42,7 @@ from transforms.record.curate import (
     make_split_fn,
     passage_row,
     shingles,
+    splittable,
 )
 from transforms.record.machine_filter import STAGE as MACHINE_STAGE
 from transforms.record.machine_filter import MachineFilter, fold_summary
@@ -45,6 +55,10 @@ TABLES = ("passages", "queries", "rejects")
 FILTER_TABLES = ("passages", "queries", "dropped", "rejects", "models")
 FILTER_FILES = ("summary.json", "stages.json", "folds.json")
 STAGES = [READ_STAGE, DEDUP_ID, DEDUP_NEAR, SPLIT, ANNOTATE_STAGE, PASSAGE_STAGE, SENTENCE_STAGE]
+ANNOTATE_STAGES = [READ_STAGE, DEDUP_ID, SPLIT, ANNOTATE_STAGE]
+ANNOTATE_TABLES = (ANNOTATIONS_TABLE, "rejects")
+# Written by a generate run with stored annotations, then merged into summary.json.
+REUSE_FILE = "annotation_reuse.json"
 
 
 # --------------------------------------------------------------------------------------------
@@ -61,16 +75,23 @@ def read_url_info(pbegin, url_lists: Sequence[str]) -> Optional[beam.PCollection
 
 
 class GenerateRecord(beam.PTransform):
-    """Stages 1-2 from input patterns to Parquet under `output`; writes `summary.json` too."""
+    """Stages 1-2 from input patterns to Parquet under `output`; writes `summary.json` too.
+
+    With `annotations` (the output of `csdata record annotate`), articles whose text and model
+    settings match their stored annotations are not annotated again; how many were reused is
+    written to `REUSE_FILE`.
+    """
 
     def __init__(self, spec: RecordSpec, inputs: Sequence[str], output: str,
-                 url_lists: Sequence[str] = (), progress: bool = True):
+                 url_lists: Sequence[str] = (), progress: bool = True,
+                 annotations: Optional[str] = None):
         super().__init__()
         self._spec = spec
         self._inputs = list(inputs)
         self._output = output.rstrip("/")
         self._url_lists = list(url_lists)
         self._progress = progress
+        self._annotations = annotations
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
@@ -91,7 +112,11 @@ class GenerateRecord(beam.PTransform):
                 shingles=lambda a: shingles(a, size), key=lambda a: a.id,
                 max_bucket=near.max_bucket))
         splits = collect(articles | "SplitPassages" >> Stage(SPLIT, make_split_fn(passage)))
-        annotated = collect(splits | "Annotate" >> Annotate(spec.annotator, spec.coref))
+        annotate = Annotate(spec.annotator, spec.coref, passage, self._annotations)
+        annotated = collect(splits | "Annotate" >> annotate)
+        if annotate.reuse is not None:   # no file when no article reached annotation
+            (annotate.reuse | "CountReuse" >> beam.CombineGlobally(CountOutcomes()).without_defaults()
+             | "WriteReuse" >> beam.Map(lambda counts: write_json(f"{out}/{REUSE_FILE}", counts)))
         annotated = annotated | "ProgressAnnotated" >> progress.step("annotated", "articles")
         passages = collect(annotated | "FilterPassages" >> Stage(
             PASSAGE_STAGE, lambda a: filter_passage(a, passage)))
@@ -110,13 +135,83 @@ class GenerateRecord(beam.PTransform):
                 | "Summarize" >> Summarize(f"{out}/summary.json", STAGES))
 
 
+def reuse_summary(counts: dict[str, int], source: str) -> dict:
+    """The `annotations` entry of summary.json: articles, reused, annotated (and why)."""
+    articles = sum(counts.values())
+    fresh = {k: v for k, v in sorted(counts.items()) if k != "reused"}
+    return {"source": source, "articles": articles, "reused": counts.get("reused", 0),
+            "annotated": sum(fresh.values()), "annotated_because": fresh}
+
+
 def run_record(spec: RecordSpec, inputs: Sequence[str], output: str, url_lists: Sequence[str] = (),
-               options: Optional[PipelineOptions] = None):
-    """Build and run the generator; returns the finished PipelineResult."""
+               options: Optional[PipelineOptions] = None, annotations: Optional[str] = None):
+    """Build and run the generator; returns the finished PipelineResult.
+
+    With `annotations`, stored annotations are reused where they match, and summary.json gets
+    an `annotations` entry (`reuse_summary`).
+    """
     check_models(spec.annotator)
-    clear_output(output, TABLES)
+    if annotations:
+        check_cacheable(spec.annotator)
+    clear_output(output, TABLES, ("summary.json", REUSE_FILE))
     pipeline = beam.Pipeline(options=options or default_options())
-    pipeline | "GenerateRecord" >> GenerateRecord(spec, inputs, output, url_lists)
+    pipeline | "GenerateRecord" >> GenerateRecord(spec, inputs, output, url_lists,
+                                                  annotations=annotations)
+    result = run_pipeline(pipeline)
+    if annotations:
+        out = output.rstrip("/")
+        summary = read_summary(f"{out}/summary.json")
+        counts: dict[str, int] = {}
+        if FileSystems.exists(f"{out}/{REUSE_FILE}"):
+            counts = read_summary(f"{out}/{REUSE_FILE}")
+            FileSystems.delete([f"{out}/{REUSE_FILE}"])
+        summary["annotations"] = reuse_summary(counts, annotations)
+        write_json(f"{out}/summary.json", summary)
+    return result
+
+
+class AnnotateRecordArticles(beam.PTransform):
+    """`csdata record annotate`: read, drop duplicate ids, annotate every article some passage
+    split could send to annotation; write `annotations/`, `rejects/` and `summary.json`.
+
+    Near duplicates are kept and no split is made: curation settings and the passage split are
+    applied by the generate runs that reuse these annotations.
+    """
+
+    def __init__(self, spec: RecordSpec, inputs: Sequence[str], output: str, progress: bool = True):
+        super().__init__()
+        self._spec, self._inputs, self._output = spec, list(inputs), output.rstrip("/")
+        self._progress = progress
+
+    def expand(self, pbegin):
+        spec, out = self._spec, self._output
+        shards = spec.output.num_shards
+        ledger = Ledger()
+        collect = ledger.add
+        progress = ProgressLine(self._progress)
+        articles = collect(pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input))
+        articles = articles | "ProgressRead" >> progress.step("read", "articles")
+        articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds())
+        articles = collect(articles | "Splittable" >> Stage(SPLIT, splittable))
+        annotations = collect(articles | "Annotate" >> AnnotateArticles(spec.annotator, spec.coref))
+        (annotations | "ProgressAnnotated" >> progress.step("annotated", "articles")
+         | "AnnotationRows" >> beam.Map(annotation_row)
+         | "WriteAnnotations" >> WriteTable(out, ANNOTATIONS_TABLE, shards))
+        (ledger.rejects | "FlattenRejects" >> beam.Flatten()
+         | "RejectRows" >> beam.Map(lambda r: r.row())
+         | "WriteRejects" >> WriteTable(out, "rejects", shards))
+        return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
+                | "Summarize" >> Summarize(f"{out}/summary.json", ANNOTATE_STAGES))
+
+
+def run_annotate(spec: RecordSpec, inputs: Sequence[str], output: str,
+                 options: Optional[PipelineOptions] = None):
+    """Annotate the articles of `inputs` once, for later generate runs; returns the PipelineResult."""
+    check_cacheable(spec.annotator)
+    check_models(spec.annotator)
+    clear_output(output, ANNOTATE_TABLES)
+    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline | "AnnotateRecord" >> AnnotateRecordArticles(spec, inputs, output)
     return run_pipeline(pipeline)
 
 

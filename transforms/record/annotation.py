@@ -57,6 +57,34 @@ class AnnotatedArticle:
 
 
 @dataclass(frozen=True)
+class UnitAnnotation:
+    """What the model found in one unit of an article (a body paragraph or a highlight).
+
+    Units do not depend on the passage split, so one annotation serves every split. Offsets are
+    characters of the unit's own text, `end` exclusive: `sentences` are the sentence bounds with
+    surrounding whitespace stripped; `entities` are every entity span the model found, of any
+    label and untrimmed, as `(start, end, label)`.
+    """
+
+    sentences: tuple[tuple[int, int], ...]
+    entities: tuple[tuple[int, int, str], ...]
+
+
+@dataclass(frozen=True)
+class ArticleAnnotation:
+    """An article's split-independent annotations: one `UnitAnnotation` per body paragraph and
+    per highlight, with what they were made from (`text_hash`) and by (`annotator`, `settings`)."""
+
+    article_id: str
+    text_hash: str                     # `Article.content_key()` of the annotated article
+    annotator: str                     # the backend's name
+    settings: str                      # JSON of the settings that shaped the model's output
+    settings_hash: str
+    paragraphs: tuple[UnitAnnotation, ...]
+    highlights: tuple[UnitAnnotation, ...]
+
+
+@dataclass(frozen=True)
 class DocumentAnnotation:
     """Annotations of a whole article made by an external tool, in document coordinates.
 

@@ -82,6 +82,16 @@ def split_article(article: Article, strategy: str, min_tokens: int,
     return [split]
 
 
+def splittable(article: Article) -> Iterable[Union[Article, Reject]]:
+    """Keep an article some passage split could send to annotation, whatever the spec's
+    `passage` section: it has highlights and more than one paragraph (`record annotate`)."""
+    if not article.highlights:
+        return [Reject(SPLIT, "no_highlights", article.id, article.origin)]
+    if len(article.paragraphs) < 2:
+        return [Reject(SPLIT, "no_rest", article.id, "one paragraph: every split takes it all")]
+    return [article]
+
+
 def make_split_fn(passage: PassageSection):
     """The passage-split function configured by the spec's `passage` section."""
     strategy = passage.strategy

@@ -262,18 +262,65 @@ def _is_name_variant(short: tuple[str, ...], full: tuple[str, ...]) -> bool:
     return all(token in rest for token in short[1:-1])
 
 
-def _person_targets(short: _Form, forms: Sequence[_Form]) -> Optional[_Targets]:
-    fulls = [j for j, form in enumerate(forms)
-             if form.label == PERSON and len(form.key) > len(short.key) and len(form.key) > 1]
+class _FormIndex:
+    """The distinct forms of an article's mentions, where they occur, and lookups by token, so
+    that a short form meets only the forms that can be its targets (each form tested once)."""
+
+    def __init__(self, forms: Sequence[_Form]) -> None:
+        self.positions: dict[_Form, list[int]] = {}
+        for index, form in enumerate(forms):
+            self.positions.setdefault(form, []).append(index)
+        self.initials = {form: _initials(form) if form.label in PLACE_ORG else frozenset()
+                         for form in self.positions}
+        self._first: dict[str, list[_Form]] = {}
+        self._last: dict[str, list[_Form]] = {}
+        self._acronym: dict[str, list[_Form]] = {}
+        self._surname: dict[str, list[_Form]] = {}
+        for form in self.positions:
+            if form.key:
+                self._first.setdefault(form.key[0], []).append(form)
+                self._last.setdefault(form.key[-1], []).append(form)
+            for acronym in self.initials[form]:
+                self._acronym.setdefault(acronym, []).append(form)
+            if form.label == PERSON and len(form.words) > 1:
+                self._surname.setdefault(_plain(form.words[-1]), []).append(form)
+
+    def first(self, token: str) -> list[_Form]:
+        """Forms whose first key token is `token`."""
+        return self._first.get(token, [])
+
+    def last(self, token: str) -> list[_Form]:
+        """Forms whose last key token is `token`."""
+        return self._last.get(token, [])
+
+    def with_acronym(self, acronym: str) -> list[_Form]:
+        """ORG/GPE/LOC/FAC forms whose initials spell `acronym`."""
+        return self._acronym.get(acronym, [])
+
+    def with_surname(self, surname: str) -> list[_Form]:
+        """PERSON forms of two words or more ending in `surname` (case kept, dots removed)."""
+        return self._surname.get(surname, [])
+
+    def indexes(self, candidates: Iterable[_Form], keep: Callable[[_Form], bool]) -> tuple[int, ...]:
+        """The mention indexes, ascending, of the candidate forms `keep` accepts."""
+        return tuple(sorted({j for form in candidates if keep(form) for j in self.positions[form]}))
+
+
+def _person_targets(short: _Form, index: _FormIndex) -> Optional[_Targets]:
+    def full(form: _Form) -> bool:
+        return form.label == PERSON and len(form.key) > len(short.key) and len(form.key) > 1
+
     if len(short.key) > 1:
-        variants = tuple(j for j in fulls if _is_name_variant(short.key, forms[j].key))
+        # A name variant ends with the short form's last token.
+        variants = index.indexes(index.last(short.key[-1]),
+                                 lambda f: full(f) and _is_name_variant(short.key, f.key))
         return _Targets(variants, False) if variants else None
-    surnames = tuple(j for j in fulls if forms[j].key[-1] == short.key[0])
+    surnames = index.indexes(index.last(short.key[0]), full)
     if surnames:
         return _Targets(surnames, False)
     if short.titled:
         return None
-    firsts = tuple(j for j in fulls if forms[j].key[0] == short.key[0])
+    firsts = index.indexes(index.first(short.key[0]), full)
     return _Targets(firsts, True) if firsts else None
 
 
@@ -318,33 +365,31 @@ def _is_partial(short: _Form, full: _Form) -> bool:
     return short.label == full.label
 
 
-def _other_targets(short: _Form, forms: Sequence[_Form], places: PlaceTable,
-                   initials: Sequence[frozenset[str]]) -> Optional[_Targets]:
+def _other_targets(short: _Form, index: _FormIndex, places: PlaceTable) -> Optional[_Targets]:
     if not _can_shorten(short):
         return None
     acronym = _acronym(short) if short.label in PLACE_ORG else None
-    own = tuple(j for j, form in enumerate(forms)
-                if (short.label in PARTIAL_LABELS and _is_partial(short, form))
-                or (acronym is not None and form.label in PLACE_ORG and acronym in initials[j]))
+    # A prefix shares the first token, a suffix the last.
+    partial = ([*index.first(short.key[0]), *index.last(short.key[-1])]
+               if short.label in PARTIAL_LABELS else [])
+    own = index.indexes([*partial, *(index.with_acronym(acronym) if acronym else ())],
+                        lambda f: (short.label in PARTIAL_LABELS and _is_partial(short, f))
+                        or (acronym is not None and f.label in PLACE_ORG and acronym in index.initials[f]))
     if own:
         return _Targets(own, len(short.key) == 1 and short.key[0] in GENERIC)
     if len(short.words) != 1 or places.known(short.text):
         return None
-    surname = _plain(short.words[0])
-    people = tuple(j for j, form in enumerate(forms)
-                   if form.label == PERSON and len(form.words) > 1
-                   and _plain(form.words[-1]) == surname)
+    people = index.indexes(index.with_surname(_plain(short.words[0])), lambda f: True)
     return _Targets(people, False) if people else None
 
 
-def _targets(index: int, forms: Sequence[_Form], places: PlaceTable,
-             initials: Sequence[frozenset[str]]) -> Optional[_Targets]:
-    form = forms[index]
+def _targets(form: _Form, index: _FormIndex, places: PlaceTable) -> Optional[_Targets]:
+    """The longer mentions `form` may stand for; they depend on the form alone."""
     if not form.key or form.place is not None:
         return None
     if form.label == PERSON:
-        return _person_targets(form, forms)
-    return _other_targets(form, forms, places, initials)
+        return _person_targets(form, index)
+    return _other_targets(form, index, places)
 
 
 def _choose(index: int, targets: _Targets, chains: _UnionFind) -> Optional[int]:
@@ -410,15 +455,23 @@ class RuleCoreferencer:
 
     def resolve(self, mentions: Sequence[Mention]) -> list[int]:
         """Chain id per mention; ids are 0.. in order of first appearance."""
-        forms = [_form(mention, self.places) for mention in mentions]
+        made: dict[tuple[str, str], _Form] = {}
+        forms = []
+        for mention in mentions:
+            key = (mention.text, mention.label)
+            if key not in made:
+                made[key] = _form(mention, self.places)
+            forms.append(made[key])
         chains = _UnionFind(len(forms))
         _link_places(forms, self.places, chains)
-        initials = [_initials(form) if form.label in PLACE_ORG else frozenset() for form in forms]
+        # Targets depend on forms alone: each distinct form is looked at once, whatever its count.
+        form_index = _FormIndex(forms)
         shorts: dict[int, _Targets] = {}
-        for index in range(len(forms)):
-            targets = _targets(index, forms, self.places, initials)
+        for form, at in form_index.positions.items():
+            targets = _targets(form, form_index, self.places)
             if targets is not None:
-                shorts[index] = targets
+                for index in at:
+                    shorts[index] = targets
         anchors = [index for index in range(len(forms)) if index not in shorts]
         _link_exact(anchors, forms, chains)
         unattached = []

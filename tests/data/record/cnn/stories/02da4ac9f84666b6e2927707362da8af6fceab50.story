@@ -1,6 +1,6 @@
 Zermatt, Switzerland (CNN)Residents of a tiny hamlet in the canton of Valais were told to pack their bags on Monday after scientists warned that a hanging glacier above their valley could break apart within days.
 
-Anneliese Brunner, who leads a field team for the International Glacier Monitoring Council, said radar readings showed the ice sliding almost a meter every day, roughly ten times faster than in January.
+Radar readings showed the ice sliding almost a meter every day, roughly ten times faster than in January, said Anneliese Brunner, who leads a field team for the International Glacier Monitoring Council.
 
 "We are not trying to frighten anyone," Brunner told CNN. "But the glacier is talking to us, and I would rather move people a week too early than an hour too late."
 
