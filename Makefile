@@ -32,6 +32,8 @@ $(WORDNET_STAMP): $(STAMP) data_specs/wordnet_lexnames
 	  cp $(WORDNET_DEBS)/root/usr/share/wordnet/* $(WORDNET)/; \
 	fi
 	cp data_specs/wordnet_lexnames $(WORDNET)/lexnames
+	# The compact WordNet index of `protoqa score` (cached; built here once, not on a first score).
+	$(PY) -c 'from transforms.protoqa.wordnet import load_index; load_index()'
 	touch $@
 
 demo: $(STAMP) $(WORDNET_STAMP)
@@ -50,6 +52,8 @@ lint: $(STAMP) $(WORDNET_STAMP)
 
 bench: $(STAMP) $(WORDNET_STAMP)
 	$(PY) tests/bench_record.py
+	$(PY) tests/bench_record_variants.py
+	$(PY) tests/bench_cosmos.py
 	$(PY) tests/bench_protoqa.py
 
 # Needs the real third-party samples beside the checkout (../shared/samples/record).

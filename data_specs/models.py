@@ -329,6 +329,8 @@ class CoherenceSection(SpecModel):
     """Cosmos QA §2.1 / Appendix A: the sentence-coherence scorer deciding where to cut."""
 
     name: ScorerName
+    runtime: Literal["transformers", "torch", "int8"]
+    threads: Count
     batch_size: Positive
     max_length: Positive
     model_path: Text
@@ -343,9 +345,11 @@ class CoherenceSection(SpecModel):
 
 
 class SampleSection(SpecModel):
-    """Cosmos QA §2.1: paragraphs kept per blog."""
+    """Cosmos QA §2.1: paragraphs kept per blog, and which stories are segmented to find them."""
 
     per_blog: Positive
+    mode: Literal["before_scoring", "all"]
+    rounds: Positive
 
 
 class CosmosHitsSection(SpecModel):

@@ -106,7 +106,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                     "(id, text, blog_id) or text files (one story each); split sentences with "
                     "spaCy, score each gap with the spec's coherence scorer (all-MiniLM-L6-v2 by "
                     "default), cut each story by dynamic programming at its least coherent gaps, "
-                    "and keep one paragraph per blog by hash. Writes OUTPUT/{paragraphs,rejects}/ "
+                    "and keep one paragraph per blog by hash; by default only the stories that "
+                    "sample needs are split and scored (sample.mode). Writes OUTPUT/{paragraphs,rejects}/ "
                     "and OUTPUT/summary.json. Other options go to Beam (e.g. --runner).")
     paragraphs.add_argument("--input", action="append", required=True, metavar="PATTERN",
                             help="file, directory or glob of .xml / .jsonl / .txt (repeatable)")

@@ -18,6 +18,7 @@ from transforms.cosmos.paragraphs import (
     COHERENCE_STAGE,
     SAMPLE_STAGE,
     SENTENCE_STAGE,
+    STORY_SAMPLE_STAGE,
     STORY_STAGE,
     Paragraphs,
 )
@@ -29,7 +30,8 @@ from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_DATA = REPO_ROOT / "tests" / "data" / "cosmos"
 PARAGRAPH_TABLES = ("paragraphs", "rejects")
-STAGE_ORDER = [READ_STAGE, STORY_STAGE, SENTENCE_STAGE, COHERENCE_STAGE, SEGMENT_STAGE, SAMPLE_STAGE]
+STAGE_ORDER = [READ_STAGE, STORY_STAGE, STORY_SAMPLE_STAGE, SENTENCE_STAGE, COHERENCE_STAGE, SEGMENT_STAGE,
+               SAMPLE_STAGE]
 PathLike = Union[str, Path]
 
 

@@ -1,25 +1,51 @@
-"""`make bench`: ReCoRD stages 1-2 against bare spaCy, then the machine filter per reader.
+"""`make bench`: ReCoRD stages 1-2 against bare spaCy, a scaling table for `record generate`, and
+the machine filter per reader.
 
-Runs the whole generator (read, dedup, MinHash LSH, split, NER + coreference, filters, queries,
-Parquet) in process, then loads the same spaCy pipeline and runs `nlp.pipe` over exactly the
-texts the generator annotates. Both timings include loading the model; each side has one
-untimed warm-up run and the median of `--rounds` timed runs is shown. Target ratio >= 0.85.
-Then it times `csdata record filter` (5 folds: train per fold, predict, write) on the generated
-triples with each reader; the cross-encoder runs with few training steps (`--cross-steps`),
-since CPU fine-tuning at the spec's 400 steps per fold takes hours.
+1. *Ratio* (issue #11: target >= 0.95). The whole generator in process (read, dedup, MinHash LSH,
+   split, NER + coreference, filters, queries, Parquet: `run_record` on the FnApiRunner) against
+   the same spaCy pipeline's `nlp.pipe` over the texts the annotator is given
+   (`spacy_ner.split_segments` of every split that reached annotation). Both sides include
+   loading the model. After one untimed warm-up of each, the timed rounds alternate (pipeline,
+   bare, pipeline, bare, ...), so a change in the machine's load hits both sides alike; wall and
+   CPU time (this process, every thread) are shown, as medians, and the ratio of the throughputs
+   by both. On a shared machine the CPU-time ratio is the steadier one.
+2. *Scaling* of `csdata record generate`, each configuration a subprocess: in process
+   (FnApiRunner), and `--direct_running_mode=multi_processing` with 1 and 2 workers. The input
+   is the same real articles repeated with changed ids (`ID-k` for copy k), `--scale` times
+   (JSONL rows with `article_lines` under a temporary folder), with near-duplicate removal
+   off (`curation.near_duplicates.enabled=false`), since the copies are near duplicates by
+   design. Shown: wall time of the command (interpreter start and imports included),
+   articles/s, the speed-up over one worker, and the peak RSS (VmHWM, polled from /proc) of the
+   driver and of each worker process. Goals: 2 workers >= 1.8x one worker on a few hundred
+   articles; a worker's peak RSS at 10x the input within 1.2x of its RSS at 1x.
+3. *Machine filter*: `csdata record filter` (5 folds: train per fold, predict, write) on the
+   generated triples with each reader; the cross-encoder with few training steps
+   (`--cross-steps`), since CPU fine-tuning at the spec's 400 steps per fold takes hours.
 
-    .venv/bin/python tests/bench_record.py [--input PATTERN ...] [--rounds 3] [--readers ...]
+    .venv/bin/python tests/bench_record.py [--input PATTERN ...] [--rounds 3] [--no-ratio]
+        [--no-scaling] [--scale 1,3,10] [--workers 1,2] [--profile 25] [--readers ...]
+
+`--profile N` adds a cProfile of one in-process run: the top N functions by own time, and the
+top N of the project's functions by cumulative time.
 """
 from __future__ import annotations
 
 import argparse
+import cProfile
 import glob
+import io
 import json
 import os
+import pstats
+import resource
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
+from typing import Callable, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -35,10 +61,15 @@ from pipeline.record_beam import run_filter, run_record  # noqa: E402
 from transforms.core.files import expand_local_inputs  # noqa: E402
 from transforms.core.io import read_summary, read_table  # noqa: E402
 from transforms.record.annotate.spacy_ner import load_ner_pipeline, split_segments  # noqa: E402
+from transforms.record.article import Article  # noqa: E402
 from transforms.record.curate import make_split_fn  # noqa: E402
 from transforms.record.read import SUPPORTED_SUFFIXES, iter_raw_records, parse_raw_record  # noqa: E402
 
 SHARED = os.path.join(ROOT, "..", "shared", "samples", "cnndm")
+RATIO_TARGET = 0.95
+SPEEDUP_GOAL = 1.8
+RSS_GOAL = 1.2
+NEAR_OFF = "curation.near_duplicates.enabled=false"
 
 
 def default_inputs() -> list[str]:
@@ -48,74 +79,263 @@ def default_inputs() -> list[str]:
     return [os.path.join(ROOT, "tests", "data", "record")]
 
 
-def annotated_texts(inputs: list[str], spec: RecordSpec, keep_ids: set[str]) -> list[str]:
-    """The texts the generator hands to spaCy: segments of the splits that reached annotation."""
-    split_fn = make_split_fn(spec.passage)
-    texts = []
+def read_articles(inputs: list[str], spec: RecordSpec) -> list[Article]:
+    """Every article the read stage keeps from `inputs`, in file order."""
+    articles = []
     for path in expand_local_inputs(inputs, SUPPORTED_SUFFIXES):
         for matched in sorted(glob.glob(path)):
             with open(matched, "rb") as handle:
                 for record in iter_raw_records(matched, handle):
-                    for article in parse_raw_record(record):
-                        if getattr(article, "id", None) in keep_ids:
-                            keep_ids.discard(article.id)
-                            for split in split_fn(article):
-                                if hasattr(split, "body"):
-                                    texts.extend(split_segments(split))
+                    articles.extend(a for a in parse_raw_record(record, spec.input)
+                                    if isinstance(a, Article))
+    return articles
+
+
+def annotated_texts(inputs: list[str], spec: RecordSpec, keep_ids: set[str]) -> list[str]:
+    """The texts the generator hands to spaCy: segments of the splits that reached annotation."""
+    split_fn = make_split_fn(spec.passage)
+    texts = []
+    for article in read_articles(inputs, spec):
+        if article.id in keep_ids:
+            keep_ids.discard(article.id)
+            for split in split_fn(article):
+                if hasattr(split, "body"):
+                    texts.extend(split_segments(split))
     return texts
 
 
-def time_pipeline(inputs: list[str], spec: RecordSpec, args: list[str]) -> tuple[float, dict, str]:
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, float, object]:
+    """(wall s, CPU s of this process, result) of `fn()`."""
+    cpu, start = _cpu(), time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, _cpu() - cpu, result
+
+
+def run_pipeline_once(inputs: list[str], spec: RecordSpec) -> str:
     out = tempfile.mkdtemp(prefix="bench-record-")
-    start = time.perf_counter()
-    run_record(spec, inputs, out, options=PipelineOptions(args))
-    return time.perf_counter() - start, read_summary(os.path.join(out, "summary.json")), out
+    run_record(spec, inputs, out, options=PipelineOptions(["--runner=FnApiRunner"]))
+    return out
 
 
-def time_bare(texts: list[str], spec: RecordSpec) -> float:
-    start = time.perf_counter()
+def run_bare_once(texts: list[str], spec: RecordSpec) -> None:
     nlp = load_ner_pipeline(spec.annotator.model, spec.annotator.sentences)
     for _ in nlp.pipe(texts, batch_size=spec.annotator.batch_size):
         pass
-    return time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--input", action="append")
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds; the median is shown")
-    parser.add_argument("--readers", default="lexical,predictions,cross-encoder",
-                        help="comma-separated readers to time in the machine filter ('' for none)")
-    parser.add_argument("--cross-steps", type=int, default=10,
-                        help="cross-encoder training steps per fold in the benchmark")
-    args = parser.parse_args()
-    inputs = args.input or default_inputs()
-    spec = load_spec("record")
-    print(f"inputs: {', '.join(os.path.relpath(i) for i in inputs)}")
-
+def bench_ratio(inputs: list[str], spec: RecordSpec, rounds: int) -> str:
+    """Part 1; returns the output folder of a pipeline run (for the machine filter)."""
     # One untimed warm-up of each side first: the first run in a process pays for imports.
-    time_pipeline(inputs, spec, ["--runner=FnApiRunner"])
-    runs = [time_pipeline(inputs, spec, ["--runner=FnApiRunner"]) for _ in range(args.rounds)]
-    seconds = statistics.median(r[0] for r in runs)
-    summary, out = runs[0][1], runs[0][2]
+    out = run_pipeline_once(inputs, spec)
+    summary = read_summary(os.path.join(out, "summary.json"))
     articles = summary["stages"]["read"]["kept"]
     annotated = summary["stages"]["annotate"]["in"]
-
     annotated_ids = set(read_table(out, "passages", columns=["passage_id"]).column(0).to_pylist())
     annotated_ids |= {r["record_id"] for r in read_table(out, "rejects").to_pylist()
                       if r["stage"] in ("passage_filter", "annotate")}
     texts = annotated_texts(inputs, spec, set(annotated_ids))
-    time_bare(texts[:200], spec)
-    bare = statistics.median(time_bare(texts, spec) for _ in range(args.rounds))
+    run_bare_once(texts[:200], spec)
 
-    pipeline_rate = articles / seconds
-    bare_rate = articles / bare
+    pipeline_runs, bare_runs = [], []
+    for _ in range(rounds):
+        pipeline_runs.append(timed(lambda: run_pipeline_once(inputs, spec))[:2])
+        bare_runs.append(timed(lambda: run_bare_once(texts, spec))[:2])
+    wall_p, cpu_p = (statistics.median(r[i] for r in pipeline_runs) for i in (0, 1))
+    wall_b, cpu_b = (statistics.median(r[i] for r in bare_runs) for i in (0, 1))
     print(f"articles read: {articles}; annotated: {annotated}; texts through spaCy: {len(texts)}")
-    print(f"stages 1-2 (FnApiRunner, in process): {seconds:7.2f} s  {pipeline_rate:7.2f} articles/s")
-    print(f"bare nlp.pipe on the same texts:     {bare:7.2f} s  {bare_rate:7.2f} articles/s")
-    print(f"ratio (pipeline / bare): {pipeline_rate / bare_rate:.2f}   (target >= 0.85)")
-    bench_filter(out, spec, [r for r in args.readers.split(",") if r], args.cross_steps)
+    print(f"{'':38}{'wall s':>9}{'articles/s':>12}{'CPU s':>9}{'articles/CPU s':>16}")
+    print(f"{'stages 1-2 (FnApiRunner, in process)':<38}{wall_p:9.2f}{articles / wall_p:12.2f}"
+          f"{cpu_p:9.2f}{articles / cpu_p:16.2f}")
+    print(f"{'bare nlp.pipe on the same texts':<38}{wall_b:9.2f}{articles / wall_b:12.2f}"
+          f"{cpu_b:9.2f}{articles / cpu_b:16.2f}")
+    print(f"ratio (pipeline / bare, median of {rounds} alternating rounds): wall {wall_b / wall_p:.2f}, "
+          f"CPU {cpu_b / cpu_p:.2f}   (target >= {RATIO_TARGET})")
+    return out
 
+
+def bench_profile(inputs: list[str], spec: RecordSpec, top: int) -> None:
+    """A cProfile of one in-process run (after the warm-up of part 1 or one of its own)."""
+    profile = cProfile.Profile()
+    profile.enable()
+    run_pipeline_once(inputs, spec)
+    profile.disable()
+    for title, sort, restriction in (("own time", "tottime", ()),
+                                     ("project functions, cumulative", "cumulative", (ROOT,))):
+        text = io.StringIO()
+        stats = pstats.Stats(profile, stream=text)
+        stats.sort_stats(sort).print_stats(*restriction, top)
+        lines = [line for line in text.getvalue().splitlines() if line.strip()]
+        start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls")), 0)
+        print(f"profile, top {top} by {title} (profiler overhead inflates Python-heavy code):")
+        print("\n".join(line.replace(ROOT + os.sep, "") for line in lines[start:]))
+
+
+# --------------------------------------------------------------------------- scaling
+
+def write_copies(articles: list[Article], copies: int, folder: str) -> int:
+    """`copies` copies of `articles` as JSONL rows (`article_lines`, so the paragraphs stay as
+    read), one file per copy; copy k > 0 has ids `ID-k`. Returns the number of rows written."""
+    os.makedirs(folder, exist_ok=True)
+    for k in range(copies):
+        with open(os.path.join(folder, f"copy-{k:03d}.jsonl"), "w", encoding="utf-8") as handle:
+            for article in articles:
+                row = {"id": article.id if k == 0 else f"{article.id}-{k}",
+                       "article_lines": list(article.paragraphs),
+                       "highlights": list(article.highlights)}
+                if article.url:
+                    row["url"] = article.url
+                if article.source:
+                    row["source"] = article.source
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return copies * len(articles)
+
+
+def _processes() -> dict[int, tuple[int, float]]:
+    """{pid: (parent pid, CPU seconds so far)} of every process, from /proc/PID/stat."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()   # after "(comm) ": state, ppid, ...
+        found[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks)
+    return found
+
+
+def _tree(root: int, processes: dict[int, tuple[int, float]]) -> list[int]:
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, (parent, _) in processes.items():
+        children[parent].append(pid)
+    pids, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        pids.append(pid)
+        todo.extend(children.get(pid, ()))
+    return pids
+
+
+def _peak_kb(pid: int) -> Optional[int]:
+    """VmHWM (peak resident set) of a live process, in KiB."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+class Measured:
+    """A finished command: wall seconds, exit code, and per process (the driver, each Beam SDK
+    worker; not the shells that start the workers) peak RSS in KiB and CPU seconds, as last
+    polled."""
+
+    def __init__(self, wall: float, code: int, peaks: dict[int, int], cpu: dict[int, float],
+                 kinds: dict[int, str], driver: int):
+        self.wall, self.code = wall, code
+        workers = sorted(pid for pid in peaks if kinds.get(pid) == "worker")
+        self.driver_kb, self.driver_cpu = peaks.get(driver, 0), cpu.get(driver, 0.0)
+        self.workers_kb = [peaks[pid] for pid in workers]
+        self.workers_cpu = [cpu.get(pid, 0.0) for pid in workers]
+
+    @property
+    def worker_peak_kb(self) -> int:
+        """The largest worker's peak RSS; the driver's when the run was in process."""
+        return max(self.workers_kb) if self.workers_kb else self.driver_kb
+
+
+def run_measured(command: list[str], log_path: str, poll: float = 0.2) -> Measured:
+    """Run `command` (output to `log_path`), polling its process tree every `poll` seconds."""
+    peaks: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    kinds: dict[int, str] = {}
+    start = time.perf_counter()
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        while process.poll() is None:
+            processes = _processes()
+            for pid in _tree(process.pid, processes):
+                peak = _peak_kb(pid)
+                if peak is None:
+                    continue
+                if pid not in kinds:
+                    line = _cmdline(pid)
+                    kinds[pid] = ("driver" if pid == process.pid else
+                                  "worker" if "sdk_worker_main" in line and not line.startswith("/bin/sh")
+                                  else "other")
+                peaks[pid] = max(peaks.get(pid, 0), peak)
+                cpu[pid] = processes[pid][1]
+            time.sleep(poll)
+    return Measured(time.perf_counter() - start, process.returncode, peaks, cpu, kinds, process.pid)
+
+
+def generate_command(input_dir: str, output: str, workers: int) -> list[str]:
+    """`csdata record generate` on `input_dir`, near duplicates off; `workers` 0 = in process."""
+    command = [sys.executable, "-m", "pipeline.cli", "record", "generate", "--input", input_dir,
+               "--output", output, "--set", NEAR_OFF, "--runner=FnApiRunner"]
+    if workers:
+        command += ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
+    return command
+
+
+def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], workers: list[int]) -> None:
+    """Part 2: the scaling table."""
+    articles = read_articles(inputs, spec)
+    configs = [0, *workers]
+    names = {0: "in process", **{n: f"multi_processing, {n} worker{'s' if n > 1 else ''}" for n in workers}}
+    results: dict[tuple[int, int], Measured] = {}
+    base = tempfile.mkdtemp(prefix="bench-scaling-")
+    print(f"scaling of `csdata record generate` ({len(articles)} input articles repeated with changed "
+          f"ids; --set {NEAR_OFF}; wall includes interpreter start and imports; CPU and peak RSS "
+          f"of the driver process and of each worker):")
+    print(f"{'configuration':<29}{'articles':>9}{'wall s':>8}{'articles/s':>11}{'vs 1 worker':>12}"
+          f"{'CPU s driver; workers':>23}{'RSS MiB driver; workers':>25}{'vs 1x':>7}")
+    try:
+        for scale in scales:
+            folder = os.path.join(base, f"x{scale}")
+            n = write_copies(articles, scale, folder)
+            for config in configs:
+                output = os.path.join(base, f"out-x{scale}-w{config}")
+                run = results[(scale, config)] = run_measured(
+                    generate_command(folder, output, config), output + ".log")
+                if run.code != 0:
+                    print(f"{names[config]:<29}{n:9d}  failed (exit {run.code}); see {output}.log")
+                    continue
+                one = results.get((scale, 1))
+                speedup = f"{one.wall / run.wall:.2f}x" if one and one.code == 0 and config else "-"
+                first = results.get((scales[0], config))
+                growth = (f"{run.worker_peak_kb / first.worker_peak_kb:.2f}"
+                          if first and first.code == 0 and scale != scales[0] else "-")
+                cpu = "; ".join([f"{run.driver_cpu:.0f}", ", ".join(f"{c:.0f}" for c in run.workers_cpu)])
+                rss = "; ".join([f"{run.driver_kb / 1024:.0f}", ", ".join(f"{kb / 1024:.0f}" for kb in run.workers_kb)])
+                print(f"{names[config]:<29}{n:9d}{run.wall:8.1f}{n / run.wall:11.2f}{speedup:>12}"
+                      f"{cpu.rstrip('; '):>23}{rss.rstrip('; '):>25}{growth:>7}", flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"goals: 2 workers >= {SPEEDUP_GOAL}x one worker; worker peak RSS at the largest scale "
+          f"within {RSS_GOAL}x of the smallest ('vs 1x')")
+
+
+# --------------------------------------------------------------------------- machine filter
 
 def bench_filter(run_dir: str, spec: RecordSpec, readers: list[str], cross_steps: int) -> None:
     """Triples/s of the machine filter per reader on the triples of `run_dir`."""
@@ -147,6 +367,44 @@ def bench_filter(run_dir: str, spec: RecordSpec, readers: list[str], cross_steps
             rows = read_table(out, "queries").to_pylist() + read_table(out, "dropped").to_pylist()
             with open(predictions, "w", encoding="utf-8") as handle:
                 json.dump({r["query_id"]: r["reader_answer"] for r in rows}, handle)
+
+
+def _numbers(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--input", action="append")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per side; the median is shown")
+    parser.add_argument("--no-ratio", action="store_true", help="skip part 1 (pipeline vs bare spaCy)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also print the top N functions of a cProfile of one in-process run")
+    parser.add_argument("--no-scaling", action="store_true", help="skip part 2 (the scaling table)")
+    parser.add_argument("--scale", default="1,3,10",
+                        help="comma-separated copies of the input for the scaling table (first = 1x)")
+    parser.add_argument("--workers", default="1,2", help="multi_processing worker counts of the table")
+    parser.add_argument("--readers", default="lexical,predictions,cross-encoder",
+                        help="comma-separated readers to time in the machine filter ('' for none)")
+    parser.add_argument("--cross-steps", type=int, default=10,
+                        help="cross-encoder training steps per fold in the benchmark")
+    args = parser.parse_args()
+    inputs = args.input or default_inputs()
+    spec = load_spec("record")
+    print(f"inputs: {', '.join(os.path.relpath(i) for i in inputs)}; {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    readers = [r for r in args.readers.split(",") if r]
+    out = None
+    if not args.no_ratio:
+        out = bench_ratio(inputs, spec, args.rounds)
+    if args.profile:
+        if out is None:
+            run_pipeline_once(inputs, spec)   # the warm-up
+        bench_profile(inputs, spec, args.profile)
+    if not args.no_scaling:
+        bench_scaling(inputs, spec, _numbers(args.scale), _numbers(args.workers))
+    if readers:
+        bench_filter(out or run_pipeline_once(inputs, spec), spec, readers, args.cross_steps)
 
 
 if __name__ == "__main__":

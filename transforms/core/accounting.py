@@ -66,7 +66,8 @@ STAGE_UNITS: dict[str, dict[str, str]] = {
         "sentence_filter": "sentences", "machine_filter": "triples", "human_filter": "triples",
     },
     "cosmos": {
-        "read": "posts", "story_filter": "stories", "sentences": "stories", "coherence": "stories",
+        "read": "posts", "story_filter": "stories", "story_sample": "stories",
+        "sentences": "stories", "coherence": "stories",
         "segment": "sentences", "sample": "paragraphs", "question_sets": "questions",
         "validation": "sets",
     },

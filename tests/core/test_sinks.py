@@ -1,0 +1,106 @@
+"""`WriteTable`: Parquet shards written per bundle (or per fixed shard) and finalised once."""
+from __future__ import annotations
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import beam_test_pipeline
+from transforms.core.sinks import (
+    TEMP_PREFIX,
+    ShardWriter,
+    WriteTable,
+    finalize_shards,
+    rows_to_batch,
+    shard_names,
+)
+
+REJECT = {"stage": "read", "reason": "empty_article", "record_id": "a1", "detail": "x.story"}
+
+
+def shards(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+def rows_of(folder):
+    return [row for path in sorted(folder.glob("*.parquet")) for row in pq.read_table(path).to_pylist()]
+
+
+def write(rows, output, num_shards=0):
+    with beam_test_pipeline() as pipeline:
+        (pipeline | beam.Create(rows, reshuffle=False)
+         | WriteTable(str(output), "rejects", num_shards))
+
+
+def test_rows_are_written_in_schema_order_missing_fields_null_extra_keys_dropped(tmp_path):
+    rows = [REJECT, {"record_id": "b2", "reason": "text_too_long", "stage": "read", "extra": 1}]
+    write(rows, tmp_path)
+    table = pq.read_table(next((tmp_path / "rejects").glob("*.parquet")))
+    assert table.schema.names == ["stage", "reason", "record_id", "detail"]
+    assert sorted(rows_of(tmp_path / "rejects"), key=lambda r: r["record_id"]) == [
+        REJECT, {"stage": "read", "reason": "text_too_long", "record_id": "b2", "detail": None}]
+
+
+def test_runner_decided_shards_are_named_like_beams_and_leave_no_temporary_folder(tmp_path):
+    write([REJECT] * 5, tmp_path)
+    names = shards(tmp_path / "rejects")
+    # One bundle here; whatever their number, shards are part-SSSSS-of-NNNNN.parquet.
+    assert names == shard_names("part", len(names)) and names[0] == "part-00000-of-00001.parquet"
+    assert len(rows_of(tmp_path / "rejects")) == 5
+
+
+def test_an_empty_table_is_one_empty_shard_with_the_schema(tmp_path):
+    write([], tmp_path)
+    assert shards(tmp_path / "rejects") == ["part-00000-of-00001.parquet"]
+    table = pq.read_table(tmp_path / "rejects" / "part-00000-of-00001.parquet")
+    assert table.num_rows == 0 and table.schema.names == ["stage", "reason", "record_id", "detail"]
+
+
+def test_a_fixed_shard_count_spreads_rows_round_robin_and_pads_with_empty_shards(tmp_path):
+    rows = [dict(REJECT, record_id=f"r{i}") for i in range(7)]
+    write(rows, tmp_path / "seven", num_shards=3)
+    assert shards(tmp_path / "seven" / "rejects") == [
+        "part-00000-of-00003.parquet", "part-00001-of-00003.parquet", "part-00002-of-00003.parquet"]
+    counts = sorted(pq.read_table(p).num_rows for p in (tmp_path / "seven" / "rejects").iterdir())
+    assert counts == [2, 2, 3]                       # 7 rows dealt to 3 shards
+    assert sorted(r["record_id"] for r in rows_of(tmp_path / "seven" / "rejects")) == [
+        f"r{i}" for i in range(7)]
+    write(rows[:1], tmp_path / "one", num_shards=3)  # one row: two empty shards beside it
+    counts = sorted(pq.read_table(p).num_rows for p in (tmp_path / "one" / "rejects").iterdir())
+    assert counts == [0, 0, 1]
+
+
+def test_shard_writer_flushes_record_batches_and_row_groups_as_rows_arrive(tmp_path):
+    schema = pa.schema([pa.field("n", pa.int64())])
+    writer = ShardWriter(str(tmp_path / "t.parquet"), schema, batch_rows=2, group_bytes=1)
+    for n in range(5):
+        writer.write({"n": n})
+    writer.close()
+    metadata = pq.ParquetFile(tmp_path / "t.parquet").metadata
+    # A row group every 2 rows (each batch is over 1 byte), the last row at close.
+    assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == [2, 2, 1]
+    assert pq.read_table(tmp_path / "t.parquet").column("n").to_pylist() == [0, 1, 2, 3, 4]
+
+
+def test_a_missing_required_field_is_an_error_not_a_null():
+    schema = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("note", pa.string())])
+    assert rows_to_batch([{"id": "a"}], schema).to_pylist() == [{"id": "a", "note": None}]
+    with pytest.raises(KeyError):
+        rows_to_batch([{"note": "no id"}], schema)
+
+
+def test_finalising_again_after_a_failure_skips_what_was_moved(tmp_path):
+    schema = pa.schema([pa.field("n", pa.int64())])
+    temp = tmp_path / "t" / f"{TEMP_PREFIX}x"
+    paths = []
+    for n in range(2):
+        writer = ShardWriter(str(temp / f"{n}.parquet"), schema)
+        writer.write({"n": n})
+        paths.append(writer.close())
+    prefix = str(tmp_path / "t" / "part")
+    first = finalize_shards(paths, str(temp), prefix, schema)
+    again = finalize_shards(paths, str(temp), prefix, schema)     # a retried finalisation
+    assert first == again == [f"{prefix}-00000-of-00002.parquet", f"{prefix}-00001-of-00002.parquet"]
+    assert shards(tmp_path / "t") == ["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
+    assert [pq.read_table(p).column("n").to_pylist() for p in first] == [[0], [1]]
