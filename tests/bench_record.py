@@ -14,7 +14,9 @@ the machine filter per reader.
    is the same real articles repeated with changed ids (`ID-k` for copy k), `--scale` times
    (JSONL rows with `article_lines` under a temporary folder), with near-duplicate removal
    off (`curation.near_duplicates.enabled=false`), since the copies are near duplicates by
-   design. Shown: wall time of the command (interpreter start and imports included),
+   design. Copy k doubles the k-th space of each paragraph and highlight (`vary`): the
+   annotator runs spaCy once on a text repeated within a model call, which would make verbatim
+   copies cheaper than new articles. Shown: wall time of the command (interpreter start and imports included),
    articles/s, the speed-up over one worker, and the peak RSS (VmHWM, polled from /proc) of the
    driver and of each worker process. Goals: 2 workers >= 1.8x one worker on a few hundred
    articles; a worker's peak RSS at 10x the input within 1.2x of its RSS at 1x.
@@ -23,7 +25,7 @@ the machine filter per reader.
    (`--cross-steps`), since CPU fine-tuning at the spec's 400 steps per fold takes hours.
 
     .venv/bin/python tests/bench_record.py [--input PATTERN ...] [--rounds 3] [--no-ratio]
-        [--no-scaling] [--scale 1,3,10] [--workers 1,2] [--profile 25] [--readers ...]
+        [--no-scaling] [--scale 1,3,10] [--workers 0,1,2] [--profile 25] [--readers ...]
 
 `--profile N` adds a cProfile of one in-process run: the top N functions by own time, and the
 top N of the project's functions by cumulative time.
@@ -177,16 +179,29 @@ def bench_profile(inputs: list[str], spec: RecordSpec, top: int) -> None:
 
 # --------------------------------------------------------------------------- scaling
 
+def vary(text: str, copy: int) -> str:
+    """`text` for copy `copy` > 0: its `copy`-th space (wrapping around) doubled. The annotator
+    runs spaCy once on a text repeated within one model call, so verbatim copies would make a
+    larger input cheaper per article; this way every copy is a new text with the same words (and
+    one whitespace token more), as a larger corpus would be."""
+    spaces = [i for i, ch in enumerate(text) if ch == " "]
+    if not copy or not spaces:
+        return text
+    at = spaces[(copy - 1) % len(spaces)]
+    return text[:at] + " " + text[at:]
+
+
 def write_copies(articles: list[Article], copies: int, folder: str) -> int:
     """`copies` copies of `articles` as JSONL rows (`article_lines`, so the paragraphs stay as
-    read), one file per copy; copy k > 0 has ids `ID-k`. Returns the number of rows written."""
+    read), one file per copy; copy k > 0 has ids `ID-k` and its texts through `vary`. Returns
+    the number of rows written."""
     os.makedirs(folder, exist_ok=True)
     for k in range(copies):
         with open(os.path.join(folder, f"copy-{k:03d}.jsonl"), "w", encoding="utf-8") as handle:
             for article in articles:
                 row = {"id": article.id if k == 0 else f"{article.id}-{k}",
-                       "article_lines": list(article.paragraphs),
-                       "highlights": list(article.highlights)}
+                       "article_lines": [vary(p, k) for p in article.paragraphs],
+                       "highlights": [vary(h, k) for h in article.highlights]}
                 if article.url:
                     row["url"] = article.url
                 if article.source:
@@ -297,11 +312,11 @@ def generate_command(input_dir: str, output: str, workers: int) -> list[str]:
     return command
 
 
-def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], workers: list[int]) -> None:
-    """Part 2: the scaling table."""
+def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], configs: list[int]) -> None:
+    """Part 2: the scaling table; a configuration is a worker count, 0 = in process."""
     articles = read_articles(inputs, spec)
-    configs = [0, *workers]
-    names = {0: "in process", **{n: f"multi_processing, {n} worker{'s' if n > 1 else ''}" for n in workers}}
+    names = {n: f"multi_processing, {n} worker{'s' if n > 1 else ''}" if n else "in process"
+             for n in configs}
     results: dict[tuple[int, int], Measured] = {}
     base = tempfile.mkdtemp(prefix="bench-scaling-")
     print(f"scaling of `csdata record generate` ({len(articles)} input articles repeated with changed "
@@ -383,7 +398,8 @@ def main() -> None:
     parser.add_argument("--no-scaling", action="store_true", help="skip part 2 (the scaling table)")
     parser.add_argument("--scale", default="1,3,10",
                         help="comma-separated copies of the input for the scaling table (first = 1x)")
-    parser.add_argument("--workers", default="1,2", help="multi_processing worker counts of the table")
+    parser.add_argument("--workers", default="0,1,2",
+                        help="configurations of the scaling table: multi_processing worker counts, 0 = in process")
     parser.add_argument("--readers", default="lexical,predictions,cross-encoder",
                         help="comma-separated readers to time in the machine filter ('' for none)")
     parser.add_argument("--cross-steps", type=int, default=10,
