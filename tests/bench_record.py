@@ -6,7 +6,7 @@ the machine filter per reader.
    the same spaCy pipeline's `nlp.pipe` over the texts the annotator is given
    (`spacy_ner.split_segments` of every split that reached annotation). Both sides include
    loading the model. After one untimed warm-up of each, the timed rounds alternate (pipeline,
-   bare, pipeline, bare, ...), so a change in the machine's load hits both sides alike; wall and
+   bare, bare, pipeline, ...), so a change in the machine's load hits both sides alike; wall and
    CPU time (this process, every thread) are shown, as medians, and the ratio of the throughputs
    by both. On a shared machine the CPU-time ratio is the steadier one.
 2. *Scaling* of `csdata record generate`, each configuration a subprocess: in process
@@ -39,6 +39,7 @@ import io
 import json
 import os
 import pstats
+import re
 import resource
 import shutil
 import statistics
@@ -144,9 +145,11 @@ def bench_ratio(inputs: list[str], spec: RecordSpec, rounds: int) -> str:
     run_bare_once(texts[:200], spec)
 
     pipeline_runs, bare_runs = [], []
-    for _ in range(rounds):
-        pipeline_runs.append(timed(lambda: run_pipeline_once(inputs, spec))[:2])
-        bare_runs.append(timed(lambda: run_bare_once(texts, spec))[:2])
+    for round_ in range(rounds):   # pipeline, bare, bare, pipeline, ...: drift hits both alike
+        sides = [(pipeline_runs, lambda: run_pipeline_once(inputs, spec)),
+                 (bare_runs, lambda: run_bare_once(texts, spec))]
+        for runs, side in sides if round_ % 2 == 0 else sides[::-1]:
+            runs.append(timed(side)[:2])
     wall_p, cpu_p = (statistics.median(r[i] for r in pipeline_runs) for i in (0, 1))
     wall_b, cpu_b = (statistics.median(r[i] for r in bare_runs) for i in (0, 1))
     print(f"articles read: {articles}; annotated: {annotated}; texts through spaCy: {len(texts)}")
@@ -167,7 +170,7 @@ def bench_profile(inputs: list[str], spec: RecordSpec, top: int) -> None:
     run_pipeline_once(inputs, spec)
     profile.disable()
     for title, sort, restriction in (("own time", "tottime", ()),
-                                     ("project functions, cumulative", "cumulative", (ROOT,))):
+                                     ("project functions, cumulative", "cumulative", (re.escape(ROOT),))):
         text = io.StringIO()
         stats = pstats.Stats(profile, stream=text)
         stats.sort_stats(sort).print_stats(*restriction, top)

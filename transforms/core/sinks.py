@@ -9,12 +9,13 @@ side inputs) costs 13 steps and four stages per table where this one needs 3 ste
 stage: about 0.5 s of CPU per run, a measurable share of a small run. Here one step, fused with
 the producer, writes each bundle's rows into a new temporary file as they arrive (record batches
 of `RECORD_BATCH_ROWS` rows and no compression, as `WriteToParquet`; row groups of at most
-`ROW_GROUP_BYTES`, a quarter of its 64 MiB, so that the three tables of a run hold at most 48
-MiB of rows in a worker), and one finalising step, which gets the temporary paths as a side
-input, renames them to `part-SSSSS-of-NNNNN.parquet` (one empty shard when there are no rows,
-empty shards up to a fixed `num_shards`) and removes the temporary folder. A retried bundle
-leaves only an orphan temporary file, which goes with the folder, and a retried finalisation
-skips the files it already moved. Works on any Beam filesystem (local, gs://, ...).
+`ROW_GROUP_BYTES`, 4 MiB rather than its 64 MiB, so that the three tables of a run hold at most
+12 MiB of rows in a worker whatever the input's size), and one finalising step, which gets the
+temporary paths as a side input, renames them to `part-SSSSS-of-NNNNN.parquet` (one empty shard
+when there are no rows, empty shards up to a fixed `num_shards`) and removes the temporary
+folder. A retried bundle leaves only an orphan temporary file, which goes with the folder, and a
+retried finalisation skips the files it already moved. Works on any Beam filesystem (local,
+gs://, ...).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from apache_beam.transforms.window import GlobalWindows
 from data_specs import load_schema
 
 RECORD_BATCH_ROWS = 1000
-ROW_GROUP_BYTES = 16 * 1024 * 1024
+ROW_GROUP_BYTES = 4 * 1024 * 1024
 SHARD_PREFIX = "part"
 SUFFIX = ".parquet"
 TEMP_PREFIX = ".csdata-temp-"
