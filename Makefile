@@ -11,7 +11,7 @@ WORDNET_DEBS := $(VENV)/wordnet-debs
 # The venv's bin on PATH: Beam's external worker pool starts a bare `python`.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv demo test test-fast lint bench fidelity clean
+.PHONY: venv demo test test-fast lint bench fidelity browser-deps screenshots clean
 
 venv: $(STAMP) $(WORDNET_STAMP)
 
@@ -39,11 +39,23 @@ $(WORDNET_STAMP): $(STAMP) data_specs/wordnet_lexnames
 demo: $(STAMP) $(WORDNET_STAMP)
 	$(VENV)/bin/csdata demo --output out/demo
 
-test: lint
+test: lint browser-deps
 	$(PY) -m pytest
 
+# Headless Chromium and its WebDriver for the browser tests (Debian packages; as root or via sudo).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser-deps:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  $(SUDO) apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium chromium-driver; }; \
+	fi
+
+# The README's screenshots: the browser tests, saving their screenshots into docs/screenshots/.
+screenshots: $(STAMP) $(WORDNET_STAMP) browser-deps
+	CSDATA_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/browser -q
+
 # Unit tests only (no end-to-end pipelines, no real models): under two minutes.
-test-fast: $(STAMP) $(WORDNET_STAMP)
+test-fast: $(STAMP) $(WORDNET_STAMP) browser-deps
 	$(PY) -m pytest -m "not slow"
 
 lint: $(STAMP) $(WORDNET_STAMP)
