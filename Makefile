@@ -71,6 +71,7 @@ bench: $(STAMP) $(WORDNET_STAMP)
 # Needs the real third-party samples beside the checkout (../shared/samples/record).
 fidelity: $(STAMP) $(WORDNET_STAMP)
 	$(PY) tests/fidelity_record.py ../shared/samples/record/*.json*
+	$(PY) tests/fidelity_protoqa.py ../shared/samples/protoqa/dev.crowdsourced.jsonl
 
 clean:
 	rm -rf $(VENV) out

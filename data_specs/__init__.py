@@ -174,17 +174,29 @@ def _arrow_type(field: Mapping[str, Any]) -> pa.DataType:
         item = field["item"]
         if isinstance(item, str):
             return pa.list_(getattr(pa, _SCALARS[item])())
-        return pa.list_(pa.struct([pa.field(f["name"], _arrow_type(f)) for f in item]))
+        return pa.list_(pa.struct([_arrow_field(f) for f in item]))
+    if kind == "struct":
+        return pa.struct([_arrow_field(f) for f in field["fields"]])
     raise SpecError(f"unknown schema type {kind!r}")
 
 
+def _arrow_field(field: Mapping[str, Any]) -> pa.Field:
+    """One schema field, its `description` as the Arrow field metadata b"description"."""
+    import pyarrow as pa
+
+    description = field.get("description")
+    metadata = {b"description": str(description).encode("utf-8")} if description else None
+    return pa.field(field["name"], _arrow_type(field), metadata=metadata)
+
+
 def load_schema(dataset: str, table: str) -> pa.Schema:
-    """The pyarrow schema of one output table, e.g. `load_schema("record", "queries")`."""
+    """The pyarrow schema of one output table, e.g. `load_schema("record", "queries")`; each field
+    (nested ones too) carries its YAML `description` as the field metadata b"description"."""
     import pyarrow as pa
 
     path = SPEC_DIR / f"{dataset}_schema.yaml"
     tables = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return pa.schema([pa.field(f["name"], _arrow_type(f)) for f in _fields(tables, table, path.name)])
+    return pa.schema([_arrow_field(f) for f in _fields(tables, table, path.name)])
 
 
 def _fields(tables: Mapping[str, Any], table: str, where: str) -> list[Mapping[str, Any]]:

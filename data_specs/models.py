@@ -159,18 +159,25 @@ class DeepmindMetadataOptions(SpecModel):
     questions: Text
 
 
+# The NER post-processing rules of `transforms.record.annotate.ner_rules` (kept in step by a test).
+NerRuleName = Literal["dateline", "honorifics", "spaced_dash", "bullets", "apposition",
+                      "inner_possessive", "plural_possessive", "lowercase_gap", "surnames",
+                      "contained"]
+
+
 class AnnotatorSection(SpecModel):
     """ReCoRD §3.2 (passage-query-answers generation): named entities and sentences."""
 
     name: AnnotatorName
     per_input: Dict[Text, AnnotatorName]
     model: Name
-    sentences: Literal["senter", "parser"]
+    sentences: Literal["corenlp", "senter", "parser"]
     batch_size: Positive
     min_articles_per_call: Positive
     max_articles_per_call: Positive
     labels: List[Name]
     propagate_names: Flag
+    ner_rules: List[NerRuleName]
     stanza: StanzaOptions
     allennlp_predictions: AllennlpPredictionsOptions = Field(alias="allennlp-predictions")
     deepmind_metadata: DeepmindMetadataOptions = Field(alias="deepmind-metadata")
@@ -195,6 +202,7 @@ class QuerySection(SpecModel):
     ngram_skip_entities: Flag
     ngram_skip_stopwords: Flag
     reject_questions: Flag
+    question_rule: Literal["final", "final_quoted", "any"]
     min_entities: Count
     require_entities_in_passage: Flag
 
@@ -525,25 +533,50 @@ class ReleaseSection(SpecModel):
 
 
 class AssignWeights(SpecModel):
-    """`protoqa assign`: weights of the four similarity signals (normalised to sum to 1)."""
+    """`protoqa assign`: a cluster's utility = sum of weight x signal (logit scale, each >= 0)."""
 
     wordnet: NonNegative
     embedding: NonNegative
+    centroid: NonNegative
+    context: NonNegative
     lemma: NonNegative
     spelling: NonNegative
+    coverage: NonNegative
+    head: NonNegative
+    prior: NonNegative
 
     @model_validator(mode="after")
     def _not_all_zero(self) -> AssignWeights:
-        if not any((self.wordnet, self.embedding, self.lemma, self.spelling)):
+        if not any(self.model_dump().values()):
             raise PydanticCustomError("all_zero", "the weights must not all be 0", {})
         return self
 
 
-class AssignSection(SpecModel):
-    """`protoqa assign` (issue #5): proposing a cluster for new answers, with the evaluation's
-    WordNet similarity (ProtoQA Appendix A) among its signals."""
+class AssignNoneWeights(SpecModel):
+    """`protoqa assign`: the utility of "none" (a new / invalid answer), from the answer alone."""
+
+    bias: Number
+    question_overlap: Number
+    question_similarity: Number
+    empty: Number
+    tokens: Number
+
+
+class AssignModel(SpecModel):
+    """`protoqa assign`: one set of logit coefficients (clusters and "none")."""
 
     weights: AssignWeights
+    none: AssignNoneWeights
+
+
+class AssignSection(SpecModel):
+    """`protoqa assign` (issues #5, #12): proposing a cluster for new answers by a multinomial
+    logit over the clusters and "none", with the evaluation's WordNet similarity (ProtoQA
+    Appendix A) among its signals."""
+
+    weights: AssignWeights
+    none: AssignNoneWeights
+    without_embeddings: AssignModel
     threshold: Fraction
     max_partition_pairs: Positive
 

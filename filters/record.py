@@ -21,9 +21,20 @@ def min_tokens(tokens: list[str], minimum: int) -> Verdict:
     """Keep sentences with at least `minimum` tokens."""
     return KEEP if len(tokens) >= minimum else "too_short"
 
-def not_question(text: str) -> Verdict:
-    """Reject questions: a sentence ending in '?' (closing quotes and brackets aside)."""
-    return "question" if text.rstrip(" \"'’”)]").endswith("?") else KEEP
+QUESTION_RULES = ("final", "final_quoted", "any")
+
+
+def not_question(text: str, rule: str = "final_quoted") -> Verdict:
+    """Reject questions. `rule`: `final`, a sentence whose last character is '?' (a CoreNLP
+    sentence whose last token is '?'; a question quoted at the end, `... ?"`, is kept);
+    `final_quoted`, also with closing quotes and brackets after the '?'; `any`, a '?' anywhere."""
+    if rule == "any":
+        return "question" if "?" in text else KEEP
+    if rule == "final":
+        return "question" if text.rstrip().endswith("?") else KEEP
+    if rule == "final_quoted":
+        return "question" if text.rstrip(" \"'’”)]").endswith("?") else KEEP
+    raise ValueError(f"unknown question rule {rule!r}; known: {', '.join(QUESTION_RULES)}")
 
 def no_shared_ngram(text: str, passage_grams: Collection[tuple[str, ...]], n: int,
                     entity_spans: Sequence[tuple[int, int]] = (),

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
+from pipeline.provenance import describe, record_provenance
 from pipeline.runner import (
     beam_options,
     check_beam_args,
@@ -30,10 +31,7 @@ from pipeline.runner import (
     staged,
 )
 from transforms.core.errors import UserError
-
-# transforms.core.progress.ENABLED_ENV, spelled out: that module imports Beam, which `csdata --help`
-# and the commands without a pipeline never load (tests/core/test_progress.py keeps the two equal).
-PROGRESS_ENV = "CSDATA_PROGRESS"
+from transforms.core.reporting import ENABLED_ENV as PROGRESS_ENV
 
 QUIET_FLAGS = {"-q", "--quiet"}
 EXIT_USER_ERROR = 2        # argparse's code for usage errors, used for every user error
@@ -108,6 +106,23 @@ def build_parser() -> argparse.ArgumentParser:
     stats = commands.add_parser("stats", help="a run's statistics beside its paper's Table 1")
     stats.add_argument("run_dir", help="output directory of a csdata run (ReCoRD, Cosmos QA, ProtoQA)")
 
+    report = commands.add_parser(
+        "report", help="a run as one self-contained HTML page (Table 1, lengths, funnel, samples)",
+        description="Write OUTPUT/index.html: Table 1 beside the paper's (the cells of `csdata "
+                    "stats`), length distributions, the stage funnel with example rejects, entity "
+                    "labels and sample rows. Plots are inline SVG; the page needs no network.")
+    report.add_argument("run_dir", help="output directory of a csdata run (ReCoRD, Cosmos QA, ProtoQA)")
+    report.add_argument("--output", required=True, help="folder to write index.html into")
+    report.add_argument("--sample-rows", type=_count, default=5, metavar="N",
+                        help="rows of the dataset shown (default 5; 0 shows no text of the inputs)")
+
+    describe = commands.add_parser(
+        "describe", help="a Parquet file's metadata, rows and fields (types and descriptions)",
+        description="Prints the file metadata (csdata version, spec and input hashes, run date), "
+                    "the row count and every field with its type and schema description. FILE may "
+                    "be a table folder (all its shards).")
+    describe.add_argument("file", help="a Parquet file csdata wrote, or a table folder")
+
     demo = commands.add_parser("demo", help="run the pipelines on the sample inputs in the repo")
     demo.add_argument("--output", default="out/demo")
     return parser
@@ -126,6 +141,30 @@ def cmd_stats(args) -> Optional[int]:
     for module in dataset_modules():
         if module.is_run(args.run_dir):
             print(module.stats(args.run_dir))
+            return 0
+    return None
+
+
+def _count(text: str) -> int:
+    """A non-negative integer option value."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def cmd_report(args) -> Optional[int]:
+    """Write the HTML report of the run in `args.run_dir`; None when no dataset claims it."""
+    import importlib
+
+    from transforms.core.report import write_report
+
+    if Path(args.output).is_file():
+        raise UserError(f"--output {args.output} is a file, not a directory")
+    for module in dataset_modules():
+        if module.is_run(args.run_dir):
+            dataset = module.__name__.rsplit(".", 1)[-1]
+            builder = importlib.import_module(f"transforms.{dataset}.report")
+            print(write_report(builder.build(args.run_dir, args.sample_rows), args.output))
             return 0
     return None
 
@@ -154,9 +193,10 @@ def run_command(module, args: argparse.Namespace, extra: Sequence[str]) -> int:
     output = args.output
     check_output(output)
     with staged(output) as staging:
-        args.output = staging
+        args.output, args.final_output = staging, output
         code = module.run(args, extra, beam_options)
         if code == 0:
+            record_provenance(staging, args)   # provenance.json: inputs, spec, versions
             mark_finished(staging, {"csdata": csdata_version(), "command": " ".join(_command_words(args)),
                                     "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")})
             commit(staging, output)
@@ -176,9 +216,7 @@ def _written_tables(output: str) -> str:
     tables = sorted(p.name for p in Path(output).iterdir() if p.is_dir() and any(p.glob("*.parquet")))
     if not tables:
         return ""
-    # Imported only here: transforms.core.progress imports Beam, which most commands without a
-    # pipeline (and all that write no Parquet) never load.
-    from transforms.core.progress import format_written
+    from transforms.core.reporting import format_written  # pyarrow: only for runs that wrote Parquet
 
     return f"\n{format_written(output, tables)}"
 
@@ -262,6 +300,7 @@ def _user_error(message: str, debug: bool) -> int:
 def _main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    args.argv = list(argv or [])   # recorded in provenance.json, rerun by `reproduce`
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
     for module in dataset_modules():
         if args.command == module.__name__.rsplit(".", 1)[-1]:
@@ -275,6 +314,16 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             parser.error(f"{args.run_dir} is not the output directory of a ReCoRD, Cosmos QA or "
                          "ProtoQA run")
         return code
+    if args.command == "report":
+        check_run_dir(args.run_dir)
+        code = cmd_report(args)
+        if code is None:
+            parser.error(f"{args.run_dir} is not the output directory of a ReCoRD, Cosmos QA or "
+                         "ProtoQA run")
+        return code
+    if args.command == "describe":
+        print(describe(args.file))
+        return 0
     if args.command == "demo":
         return cmd_demo(args, extra)
     parser.error("unknown command")

@@ -2,6 +2,9 @@
 
     csdata cosmos paragraphs --input 'blogs/*.xml' --output out/cosmos     # stage 1 (Beam)
     csdata cosmos hits export out/cosmos --output hits.csv                 # question-writing task
+    csdata cosmos hits export out/cosmos --format mturk --output hits/     # ... MTurk / label-studio
+    csdata cosmos hits export out/cosmos --task validation --questions q.csv --format mturk --output v/
+    csdata cosmos hits preview out/cosmos [--questions q.csv]              # try a page locally
     csdata cosmos hits import out/cosmos --questions q.csv --validations v.csv --output out/cosmos-qa
     csdata cosmos export out/cosmos-qa --output release/                   # train.csv dev.csv test.jsonl
     csdata stats out/cosmos (or out/cosmos-qa)                             # beside the paper's Table 1
@@ -34,12 +37,14 @@ PathLike = Union[str, Path]
 # --------------------------------------------------------------------------- stages 2-3 (plain Python)
 
 def run_hits_import(spec: CosmosSpec, run_dir: PathLike, questions_csv: PathLike, validations_csv: PathLike,
-                    output_dir: PathLike, scorer: Optional[AnswerScorer] = None) -> dict[str, Any]:
+                    output_dir: PathLike, scorer: Optional[AnswerScorer] = None,
+                    results_format: str = "auto") -> dict[str, Any]:
     """Read written sets and validations (§2.2-2.3), apply the NOTA rules and draw splits (§2.4).
 
     Writes `sets/`, `train/`, `dev/`, `test/` (schema `instances`), `paragraphs/` (those with a
     valid set), `rejects/` and `summary.json` under `output_dir`; returns the summary. `scorer`
-    replaces the spec's `answer_scorer` (built only when a set takes a false negative).
+    replaces the spec's `answer_scorer` (built only when a set takes a false negative). Both
+    files are the own CSVs or MTurk / Label Studio results (`results_format`, `auto` by default).
     """
     from transforms.core.io import write_json, write_rows
     from transforms.cosmos.crowd import import_results
@@ -48,7 +53,7 @@ def run_hits_import(spec: CosmosSpec, run_dir: PathLike, questions_csv: PathLike
 
     if scorer is None:
         check_scorer(spec.answer_scorer)
-    results = import_results(run_dir, questions_csv, validations_csv, spec.hits)
+    results = import_results(run_dir, questions_csv, validations_csv, spec.hits, results_format, spec.seed)
     make_scorer = (lambda: scorer) if scorer is not None else partial(make_answer_scorer, spec.answer_scorer)
     decided = decide_nota(results.valid, results.paragraphs, spec.nota, spec.hits.min_intended, spec.seed,
                           make_scorer)
@@ -57,14 +62,19 @@ def run_hits_import(spec: CosmosSpec, run_dir: PathLike, questions_csv: PathLike
     targets = assign_splits(instances, spec.splits, spec.seed)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    from transforms.core.provenance import file_metadata
+
+    meta = file_metadata(spec, [str(run_dir), str(questions_csv), str(validations_csv)])
     for split in SPLITS:
         write_rows(sorted((r for r in instances if r["split"] == split), key=lambda r: r["id"]),
-                   "cosmos", "instances", out / split)
-    write_rows(sorted((set_row(d) for d in decided), key=lambda r: r["set_id"]), "cosmos", "sets", out / "sets")
+                   "cosmos", "instances", out / split, file_metadata=meta)
+    write_rows(sorted((set_row(d) for d in decided), key=lambda r: r["set_id"]), "cosmos", "sets", out / "sets",
+               file_metadata=meta)
     used = sorted({d.qset.paragraph_id for d in decided})
-    write_rows([results.paragraphs[p] for p in used], "cosmos", "paragraphs", out / "paragraphs")
+    write_rows([results.paragraphs[p] for p in used], "cosmos", "paragraphs", out / "paragraphs",
+               file_metadata=meta)
     write_rows(sorted(results.rejects, key=lambda r: (r["stage"], r["record_id"])), "cosmos", "rejects",
-               out / "rejects")
+               out / "rejects", file_metadata=meta)
     summary = {
         "dataset": "cosmos",
         "stages": results.stages(),
@@ -118,30 +128,51 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     hits = sub.add_parser("hits", help="stage 2: crowd round trip (question writing, validation)")
     hits_sub = hits.add_subparsers(dest="hits_command", required=True)
     export = hits_sub.add_parser(
-        "export", help="write the question-writing task CSV of a paragraphs run",
-        description="One row per paragraph: paragraph_id, blog_id, paragraph, instructions (the "
-                    "four question types; at most 2 questions, each with up to 2 correct and 3 "
-                    "incorrect answers).")
+        "export", help="write the question-writing or validation task (own CSV, MTurk or Label Studio)",
+        description="--task writing (default): one HIT per paragraph (at most 2 questions, each with "
+                    "up to 2 correct and 3 incorrect answers and a question type). --task validation "
+                    "--questions WRITTEN: one HIT per well-formed written set (the five judgements of "
+                    "§2.3; answers in a seeded order). --format csv (default): one CSV file; mturk: "
+                    "OUTPUT/template.html (${variable} placeholders) + OUTPUT/batch.csv; label-studio: "
+                    "OUTPUT/config.xml + OUTPUT/tasks.json.")
     export.add_argument("run_dir", help="output directory of `csdata cosmos paragraphs`")
-    export.add_argument("--output", required=True, help="CSV file to write")
+    export.add_argument("--output", required=True, help="CSV file (csv) or directory (mturk, label-studio)")
+    export.add_argument("--task", choices=["writing", "validation"], default="writing")
+    export.add_argument("--questions", help="written sets (own CSV, MTurk results or Label Studio export); "
+                                            "needed by --task validation")
+    export.add_argument("--format", choices=["csv", "mturk", "label-studio"], default="csv", dest="hits_format",
+                        help="task format (default: csv)")
     add_spec_args(export, "cosmos")
     imp = hits_sub.add_parser(
         "import", help="read written questions and 3 validations per set; NOTA; splits",
-        description="QUESTIONS.csv: assignment_id, worker_id, paragraph_id, question_number, "
-                    "question, correct_1, correct_2, incorrect_1..3 [, hit_id, question_type]. "
-                    "VALIDATIONS.csv: set_id ({assignment_id}#q{n}), worker_id, "
-                    "paragraph_sensible, question_sensible, chosen_answer (text or number in the "
-                    "order correct..., incorrect...), needs_commonsense, "
-                    "answerable_without_paragraph (yes/no). Valid: >= 2 workers chose a correct "
+        description="QUESTIONS: the own CSV (assignment_id, worker_id, paragraph_id, question_number, "
+                    "question, correct_1, correct_2, incorrect_1..3 [, hit_id, question_type]), or the "
+                    "writing task's MTurk results CSV / Label Studio export. VALIDATIONS: the own CSV "
+                    "(set_id ({assignment_id}#q{n}), worker_id, paragraph_sensible, question_sensible, "
+                    "chosen_answer (text or number in the order correct..., incorrect...), "
+                    "needs_commonsense, answerable_without_paragraph (yes/no)), or the validation "
+                    "task's MTurk results / Label Studio export. Valid: >= 2 workers chose a correct "
                     "answer and all were satisfied. Unanswerable and false-negative 'None of the "
                     "above' per paper §2.4; dev/test from splits.excellent_workers. Writes sets/, "
                     "train/, dev/, test/, paragraphs/, rejects/, summary.json.")
     imp.add_argument("run_dir", help="output directory of `csdata cosmos paragraphs`")
-    imp.add_argument("--questions", required=True, help="written question sets CSV")
-    imp.add_argument("--validations", required=True, help="validation results CSV")
+    imp.add_argument("--questions", required=True, help="written question sets (CSV, MTurk results or Label Studio JSON)")
+    imp.add_argument("--validations", required=True, help="validation results (CSV, MTurk results or Label Studio JSON)")
+    imp.add_argument("--format", choices=["auto", "csv", "mturk", "label-studio"], default="auto",
+                     dest="hits_format", help="results format of both files (default: auto)")
     imp.add_argument("--output", required=True)
     imp.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(imp, "cosmos")
+    preview = hits_sub.add_parser(
+        "preview", help="serve a filled MTurk task page on localhost",
+        description="Serves the writing page filled with a paragraph (or, with --questions, the "
+                    "validation page filled with a written set) on http://127.0.0.1:PORT, with a local "
+                    "submit endpoint that shows the fields the form sends. Ctrl-C stops it.")
+    preview.add_argument("run_dir", help="output directory of `csdata cosmos paragraphs`")
+    preview.add_argument("--questions", help="written sets: preview the validation page")
+    preview.add_argument("--item", help="paragraph id (writing) or set id (validation) to show")
+    preview.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+    add_spec_args(preview, "cosmos")
 
     release = sub.add_parser(
         "export", help="write train.csv, dev.csv, test.jsonl in the Cosmos QA release format",
@@ -151,6 +182,10 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     release.add_argument("--output", required=True, help="directory for the three files")
     release.set_defaults(staged_output=True)   # written beside --output, then swapped in
 
+    from pipeline.releases import add_release_commands
+
+    add_release_commands(sub, "cosmos", "a hits import run")
+
 
 def run(args, extra: Sequence[str], beam_options) -> int:
     command = args.cosmos_command
@@ -158,6 +193,12 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     from data_specs.models import CosmosSpec
     from transforms.core.accounting import STAGE_UNITS, format_summary
 
+    if command in ("release", "reproduce"):
+        from pipeline.releases import release_command, reproduce_command
+
+        if extra:
+            args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        return release_command(args, build_release) if command == "release" else reproduce_command(args)
     if command != "paragraphs" and extra:
         raise SystemExit(f"csdata cosmos {command}: unrecognized arguments: {' '.join(extra)}")
     if command == "paragraphs":
@@ -168,14 +209,29 @@ def run(args, extra: Sequence[str], beam_options) -> int:
         print(format_summary(summary, STAGE_UNITS["cosmos"]))
         return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
     if command == "hits":
+        from transforms.core.errors import UserError
+
         spec = load_dataset_spec(CosmosSpec, args.spec, args.overrides)
         if args.hits_command == "export":
-            from transforms.cosmos.crowd import export_question_hits
+            from transforms.cosmos.crowd import export_question_hits, export_validation_hits
 
-            n = export_question_hits(args.run_dir, args.output, spec.hits)
+            if args.task == "validation":
+                if not args.questions:
+                    raise UserError("csdata cosmos hits export --task validation needs --questions (the written sets)")
+                n = export_validation_hits(args.run_dir, args.questions, args.output, spec.hits, spec.seed,
+                                           args.hits_format)
+                print(f"{n} validation HITs written to {args.output}")
+                return 0
+            n = export_question_hits(args.run_dir, args.output, spec.hits, args.hits_format)
             print(f"{n} question-writing HITs written to {args.output}")
             return 0
-        summary = run_hits_import(spec, args.run_dir, args.questions, args.validations, args.output)
+        if args.hits_command == "preview":
+            from transforms.core.platforms import preview
+            from transforms.cosmos.crowd import preview_page
+
+            return preview(preview_page(args.run_dir, spec.hits, spec.seed, args.questions, args.item), args.port)
+        summary = run_hits_import(spec, args.run_dir, args.questions, args.validations, args.output,
+                                  results_format=args.hits_format)
         print(", ".join(f"{k} {v}" for k, v in summary["splits"].items()) +
               f"; unanswerable sets {summary['nota']['unanswerable_sets']}, "
               f"false-negative NOTA sets {summary['nota']['false_negative_sets']} "
@@ -189,6 +245,54 @@ def run(args, extra: Sequence[str], beam_options) -> int:
         print(", ".join(f"{name}: {n} rows" for name, n in counts.items()))
         return 0
     raise SystemExit(f"unknown cosmos command {command!r}")
+
+
+LIMITATIONS = """Paragraphs were cut by the coherence model named above and one was sampled per
+blog by hash; the questions, answers and validations are the crowd's, imported from the task
+CSVs, and the "None of the above" distractors replaced the least challenging negative chosen by
+the answer scorer named above. The test split's labels are -1, as in the published release
+(they stay in the run's test/ table). The Blog Authorship Corpus is for non-commercial research."""
+
+
+def build_release(run_dir: str, provenance: Optional[dict]):
+    """The `Release` of a `cosmos hits import` run: the release columns per split."""
+    from data_specs import load_schema
+    from pipeline.releases import (
+        default_specs,
+        funnel_section,
+        provenance_section,
+        read_run_summary,
+        release_metadata,
+        spec_of,
+    )
+    from transforms.core.accounting import STAGE_UNITS
+    from transforms.core.errors import UserError
+    from transforms.core.release import Config, Release, build_section, code_block
+    from transforms.cosmos.release import CITATION, release_rows
+
+    if not all((Path(run_dir) / split).is_dir() for split in ("train", "dev", "test")):
+        raise UserError(f"{run_dir} has no train/, dev/ and test/ tables: release the output of "
+                        "`csdata cosmos hits import`")
+    spec = spec_of(provenance, "cosmos")
+    models = (f"coherence scorer `{spec['coherence']['name']}`, answer scorer "
+              f"`{spec['answer_scorer']['name']}`, sentences `{spec['sentences']['model']}`")
+    sections = [
+        ("How it was built", build_section(provenance, default_specs())),
+        ("Statistics", "Table 1 of the paper beside this release (`csdata stats RUN`):\n\n"
+         + code_block(stats(run_dir))),
+        ("Reject funnel", funnel_section(provenance, read_run_summary(run_dir), STAGE_UNITS["cosmos"])),
+        ("Limitations", f"Models: {models}.\n\n{' '.join(LIMITATIONS.split())}"),
+        ("Provenance", provenance_section(provenance, "cosmos")),
+    ]
+    return Release(
+        pretty_name="Cosmos QA (regenerated with csdata)",
+        configs=[Config("default", load_schema("cosmos", "release"), release_rows(run_dir))],
+        license="cc-by-4.0", task_categories=["multiple-choice"], task_ids=["multiple-choice-qa"],
+        source_datasets=["extended|blog_authorship_corpus"],
+        summary=("Cosmos QA (Huang et al. 2019): multiple-choice reading comprehension that needs "
+                 "contextual commonsense, over paragraphs of personal blog stories, regenerated by "
+                 "csdata. One row per question with four options and the correct option's index."),
+        sections=sections, citation=CITATION, file_metadata=release_metadata(run_dir, provenance))
 
 
 def demo(output_dir: Path, make_options: Callable[[], PipelineOptions]) -> None:

@@ -12,6 +12,7 @@ from pipeline.runner import clear_output, default_options, run_pipeline
 from transforms.core.io import read_summary
 from transforms.core.models import check_spacy
 from transforms.core.progress import ProgressLine
+from transforms.core.provenance import file_metadata
 from transforms.core.sinks import WriteTable
 from transforms.core.stages import Summarize
 from transforms.cosmos.paragraphs import (
@@ -42,10 +43,12 @@ PathLike = Union[str, Path]
 class GenerateCosmosParagraphs(beam.PTransform):
     """Stage 1 from input patterns to `{output}/{paragraphs,rejects}/` Parquet and summary.json."""
 
-    def __init__(self, spec: CosmosSpec, inputs: Sequence[str], output: str, progress: bool = True):
+    def __init__(self, spec: CosmosSpec, inputs: Sequence[str], output: str, progress: bool = True,
+                 file_metadata: Optional[dict[str, str]] = None):
         super().__init__()
         self._spec, self._inputs, self._output = spec, list(inputs), output.rstrip("/")
         self._progress = progress
+        self._meta = file_metadata
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
@@ -60,10 +63,11 @@ class GenerateCosmosParagraphs(beam.PTransform):
                                   count=lambda t: 1 if t[0] == (SEGMENT_STAGE, "in") else 0)
         paragraphs = paragraphs | "ProgressKept" >> progress.step("kept", "paragraphs")
         (paragraphs | "ParagraphRows" >> beam.Map(lambda p: p.row())
-         | "WriteParagraphs" >> WriteTable(out, "paragraphs", shards, dataset="cosmos"))
+         | "WriteParagraphs" >> WriteTable(out, "paragraphs", shards, dataset="cosmos",
+                                           file_metadata=self._meta))
         ([read_rejects, *rejects] | "FlattenRejects" >> beam.Flatten()
          | "RejectRows" >> beam.Map(lambda r: r.row())
-         | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="cosmos"))
+         | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="cosmos", file_metadata=self._meta))
         return ([read_tallies, *tallies] | "FlattenTallies" >> beam.Flatten()
                 | "ProgressSegmented" >> segmented
                 | "Summarize" >> Summarize(f"{out}/summary.json", STAGE_ORDER))
@@ -76,6 +80,7 @@ def run_paragraphs(spec: CosmosSpec, inputs: Sequence[str], output: str,
     check_scorer(spec.coherence)
     clear_output(output, PARAGRAPH_TABLES)
     pipeline = beam.Pipeline(options=options or default_options())
-    pipeline | "GenerateCosmosParagraphs" >> GenerateCosmosParagraphs(spec, inputs, output)
+    pipeline | "GenerateCosmosParagraphs" >> GenerateCosmosParagraphs(
+        spec, inputs, output, file_metadata=file_metadata(spec, inputs))
     run_pipeline(pipeline)
     return read_summary(f"{output.rstrip('/')}/summary.json")

@@ -3,6 +3,8 @@ the annotator round trip (sheets, BLANC agreement, adjudication), the release, t
 evaluation and cluster proposals for new answers.
 
     csdata protoqa questions --input scraped.jsonl --output out/protoqa [--omitted omitted.jsonl]
+    csdata protoqa hits export out/protoqa --format mturk --output out/hits
+    csdata protoqa hits import results.csv --hits out/hits --output crowd.csv
     csdata protoqa cluster-prep --answers crowd.csv --output out/protoqa-prep
     csdata protoqa sheets export --prep out/protoqa-prep --output out/sheets
     csdata protoqa sheets import --sheet out/sheets/sheet_A.csv --sheet out/sheets/sheet_B.csv --output out/agree
@@ -68,6 +70,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                                 "JSONL or one id per line (repeatable)")
     add_spec_args(questions, "protoqa")
 
+    add_hits_commands(sub)
+
     prep = sub.add_parser(
         "cluster-prep", help="normalise raw crowd answers and propose clusters for annotators",
         description="ANSWERS.csv columns: question_id (may be empty), question, answer[, count]; "
@@ -86,12 +90,16 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     sheet_cmds = sheets.add_subparsers(dest="sheets_command", required=True)
     export = sheet_cmds.add_parser(
         "export", help="write one annotation sheet per annotator from a cluster-prep run",
-        description="CSV columns: question_id, question, answer, count, fixed_spelling "
+        description="Columns: question_id, question, answer, count, fixed_spelling "
                     "(pre-filled with the answer), proposed_cluster (a suggestion), "
                     "annotator_cluster (to fill in: a cluster name, or ? / invalid for an "
-                    "answer that belongs to no cluster).")
+                    "answer that belongs to no cluster). --format xlsx writes one workbook per "
+                    "annotator, a worksheet per question, with a drop-down of the question's "
+                    "proposed clusters on each annotator_cluster cell.")
     export.add_argument("--prep", required=True, help="output directory of `protoqa cluster-prep`")
-    export.add_argument("--output", required=True, help="directory for sheet_<annotator>.csv")
+    export.add_argument("--output", required=True, help="directory for sheet_<annotator>.csv / .xlsx")
+    export.add_argument("--format", choices=["csv", "xlsx"], default="csv",
+                        help="csv (default) or xlsx workbooks with drop-downs")
     export.set_defaults(staged_output=True)   # written beside --output, then swapped in
     export.add_argument("--annotator", action="append", default=[], metavar="NAME",
                         help="annotator name (repeatable; default: A and B)")
@@ -106,8 +114,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                     "Recasens & Hovy 2011 with Luo et al. 2014 for differing mention sets), "
                     "OUTPUT/disagreements.csv and OUTPUT/adjudication.csv (the adjudicated column "
                     "pre-filled where the annotators agree, empty where an adjudicator decides).")
-    imp.add_argument("--sheet", action="append", required=True, metavar="CSV",
-                     help="a filled sheet (once or twice)")
+    imp.add_argument("--sheet", action="append", required=True, metavar="CSV|XLSX",
+                     help="a filled sheet, .csv or .xlsx (once or twice)")
     imp.add_argument("--columns", nargs=2, metavar=("A", "B"),
                      help="the two label columns (default: annotator_cluster of each sheet, or the "
                           "first two label columns of a single sheet)")
@@ -135,12 +143,17 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                     "when coverage.invalid_in_denominator, else the clustered answers); splits the "
                     "rest into dev and test by sha1(seed:id) with release.dev_size / test_size. "
                     "Writes OUTPUT/{dev,test}.jsonl (and unsplit.jsonl), OUTPUT/coverage.json "
-                    "(which questions every reading keeps), OUTPUT/summary.json.")
+                    "(which questions every reading keeps), OUTPUT/summary.json, and the same rows "
+                    "in the Hugging Face layout: OUTPUT/data/{validation,test}-*.parquet and the "
+                    "dataset card OUTPUT/README.md (`datasets.load_dataset(OUTPUT)`).")
     release.add_argument("--input", action="append", required=True, metavar="JSONL",
                          help="protoqa-data JSONL with clusters (adjudicated.jsonl; repeatable)")
     release.add_argument("--output", required=True)
     release.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(release, "protoqa")
+    from pipeline.releases import add_release_commands
+
+    add_release_commands(sub, "protoqa", "a protoqa release", release=False)
 
     score = sub.add_parser(
         "score", help="official ProtoQA evaluation of ranked answers (exact or WordNet)",
@@ -169,25 +182,137 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     assign = sub.add_parser(
         "assign", help="propose a cluster (or new/invalid) for new answer strings",
         description="Reads ANSWERS lines {\"question\": qid, \"answer\": str} and writes lines "
-                    "{\"question\", \"answer\", \"cluster\": id or null, \"confidence\"}. The "
-                    "cluster is the best by a weighted sum (assign.weights) of WordNet, MiniLM "
-                    "embedding, lemma and spelling similarity to its member strings; null (new "
-                    "or invalid answer) when that sum is under assign.threshold. With "
+                    "{\"question\", \"answer\", \"cluster\": id or null, \"confidence\"}. "
+                    "Each cluster and \"none\" (a new or invalid answer) gets a probability from "
+                    "a logit over MiniLM, WordNet, lemma and spelling similarity to the members "
+                    "(assign.weights, assign.none); the best cluster is proposed when it beats "
+                    "\"none\" and reaches assign.threshold, and the confidence is the "
+                    "probability of the proposal. With "
                     "--leave-one-out, prints the accuracy of recovering held-out member strings "
                     "of TARGETS instead (ours vs a WordNet-only baseline).")
     assign.add_argument("--targets", required=True, help="answer clusters, protoqa-data JSONL")
     assign.add_argument("--answers", help="JSONL of {\"question\": qid, \"answer\": str}")
     assign.add_argument("--output", default="-", help="JSONL to write (default: stdout)")
     assign.add_argument("--threshold", type=float, default=None,
-                        help="minimum combined score for a cluster (overrides assign.threshold, "
-                             "0.3 in the shipped spec)")
+                        help="minimum probability of a proposed cluster (overrides "
+                             "assign.threshold, 0.4 in the shipped spec)")
     assign.add_argument("--no-embeddings", action="store_true",
-                        help="skip the MiniLM signal (no model load)")
+                        help="skip the MiniLM signals (no model load; uses "
+                             "assign.without_embeddings)")
     assign.add_argument("--leave-one-out", action="store_true",
                         help="evaluate on TARGETS: hold out each member string, recover its cluster")
     add_spec_args(assign, "protoqa")
 
 
+
+
+def add_hits_commands(sub) -> None:
+    """`csdata protoqa hits export|import|preview`: answer collection on MTurk or Label Studio."""
+    hits = sub.add_parser(
+        "hits", help="answer collection on MTurk / Label Studio: export tasks, import results, preview",
+        description="One task per question: a worker reads the question and types one answer "
+                    "(the paper had 100 workers per question: set 100 assignments per HIT on "
+                    "MTurk, or 100 annotations per task in Label Studio).")
+    hit_cmds = hits.add_subparsers(dest="hits_command", required=True)
+    export = hit_cmds.add_parser(
+        "export", help="the task page and the batch of questions for a crowd platform",
+        description="mturk: OUTPUT/template.html (the task template: ${question_id}, ${question}, "
+                    "one text field `answer`) and OUTPUT/batch.csv (one row per question; header "
+                    "= the template's variables). label-studio: OUTPUT/config.xml (a TextArea "
+                    "`answer` on the Text `question`) and OUTPUT/tasks.json (data.question_id, "
+                    "data.question).")
+    export.add_argument("questions", metavar="QUESTIONS",
+                        help="a `protoqa questions` output directory or a protoqa-data JSONL file")
+    export.add_argument("--format", choices=["mturk", "label-studio"], default="mturk")
+    export.add_argument("--output", required=True, help="directory for the task files")
+    export.set_defaults(staged_output=True)   # written beside --output, then swapped in
+    imp = hit_cmds.add_parser(
+        "import", help="platform results -> the crowd answers CSV that cluster-prep reads",
+        description="Reads an MTurk batch results CSV (Input.question_id, Input.question, "
+                    "Answer.answer or Answer.taskAnswers; Rejected assignments skipped) or a "
+                    "Label Studio JSON export (data.question_id, data.question, the TextArea "
+                    "`answer`). Writes OUTPUT (question_id, question, answer, worker_id, "
+                    "assignment_id, hit_id, submit_time; one row per assignment) and "
+                    "OUTPUT's <stem>.rejects.csv. A worker counts once per question: the first "
+                    "submission (SubmitTime, then AssignmentId) is kept, later ones are "
+                    "duplicate_worker rejects; blank answers are empty_answer rejects.")
+    imp.add_argument("results", metavar="RESULTS", help="MTurk results CSV or Label Studio export JSON")
+    imp.add_argument("--format", choices=["auto", "mturk", "label-studio"], default="auto",
+                     help="results format (default: by content)")
+    imp.add_argument("--hits", metavar="DIR",
+                     help="the export directory: a results row of a question it does not hold "
+                          "(a foreign HIT) is an error")
+    imp.add_argument("--output", required=True, help="crowd answers CSV to write")
+    preview = hit_cmds.add_parser(
+        "preview", help="serve the task page filled with one question on localhost",
+        description="Serves the MTurk task page filled with one question (HTML-escaped) on "
+                    "http://127.0.0.1:PORT/ until Ctrl-C.")
+    preview.add_argument("questions", metavar="QUESTIONS", nargs="?",
+                         help="a `protoqa questions` output directory or protoqa-data JSONL file")
+    preview.add_argument("--hits", metavar="DIR", help="an export directory (its batch.csv / tasks.json)")
+    preview.add_argument("--row", type=int, default=0, help="which question (0-based, default 0)")
+    preview.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+
+
+def run_hits_export(questions_path: str, fmt: str, output: str) -> dict[str, str]:
+    """`protoqa hits export`: the task files; returns their paths by role."""
+    from transforms.protoqa.hits import export_label_studio, export_mturk, read_questions
+
+    questions = read_questions(questions_path)
+    path = _local_dir(output)
+    return export_mturk(questions, path) if fmt == "mturk" else export_label_studio(questions, path)
+
+
+def run_hits_import(results: str, output: str, fmt: str = "auto",
+                    hits_dir: Optional[str] = None) -> dict:
+    """`protoqa hits import`: the crowd answers CSV and its rejects; returns the summary."""
+    from transforms.core.errors import UserError
+    from transforms.protoqa.hits import IMPORT, import_results, rejects_path, write_answers, write_rejects
+
+    if Path(output).suffix.lower() in (".json", ".jsonl"):
+        raise UserError(f"--output {output}: the import writes the crowd answers CSV that "
+                        f"cluster-prep reads; give a .csv path")
+    if not hits_dir:
+        print("warning: without --hits, results of another export are not detected",
+              file=sys.stderr)
+    rows, rejects, n_in = import_results(results, fmt, hits_dir)
+    write_rejects(rejects_path(output), rejects)
+    write_answers(output, rows)
+    summary = _tally_summary({IMPORT: (n_in, len(rows), Counter(r.reason for r in rejects))}, [IMPORT])
+    summary["questions"] = len({r["question_id"] for r in rows})
+    return summary
+
+
+def run_hits_preview(questions_path: Optional[str], hits_dir: Optional[str], row: int, port: int) -> int:
+    """`protoqa hits preview`: serve the filled page until interrupted."""
+    from transforms.core.errors import UserError
+    from transforms.core.platforms import preview
+    from transforms.protoqa.hits import exported_questions, preview_page, read_questions
+
+    if questions_path:
+        questions = read_questions(questions_path)
+    elif hits_dir:
+        questions = exported_questions(hits_dir)
+    else:
+        raise UserError("give QUESTIONS or --hits DIR: the questions to fill the page with")
+    return preview(preview_page(questions, row), port)
+
+
+def _run_hits(args) -> int:
+    from transforms.core.accounting import STAGE_UNITS, format_summary
+    from transforms.protoqa.hits import IMPORT, rejects_path
+
+    if args.hits_command == "export":
+        for role, path in run_hits_export(args.questions, args.format, args.output).items():
+            print(f"{role:<10}{Path(path).name}")   # --output is the staging directory here
+        return 0
+    if args.hits_command == "import":
+        summary = run_hits_import(args.results, args.output, args.format, args.hits)
+        print(format_summary(summary, {**STAGE_UNITS["protoqa"], IMPORT: "assignments"}))
+        print(f"\n{summary['stages'][IMPORT]['kept']} answers to {summary['questions']} questions: "
+              f"{args.output} (rejects: {rejects_path(args.output)})")
+        return 0 if _balanced(summary) else 3
+    return run_hits_preview(args.questions, args.hits, args.row, args.port)
 
 
 def _mark_run(output: str, command: str) -> None:
@@ -257,24 +382,32 @@ def run_cluster_prep(spec: ProtoqaSpec, answers_csv: str, output: str, models=No
         READ: (n_rows, n_rows - len(rejects), Counter(r.reason for r in rejects)),
         PROPOSE: (len(questions), len({r["question_id"] for r in rows}), Counter()),
     }, PREP_STAGES)
-    write_rows(rows, "protoqa", "answers", path / "answers")
-    write_rows([r.row() for r in rejects], "protoqa", "rejects", path / "rejects")
+    from transforms.core.provenance import file_metadata
+
+    meta = file_metadata(spec, [answers_csv])
+    write_rows(rows, "protoqa", "answers", path / "answers", file_metadata=meta)
+    write_rows([r.row() for r in rejects], "protoqa", "rejects", path / "rejects", file_metadata=meta)
     write_json(str(path / "summary.json"), summary)
     _mark_run(str(path), "cluster-prep")
     return summary
 
 
-def run_sheets_export(prep_dir: str, output: str, annotators: Sequence[str]) -> list[str]:
-    """One blank annotation sheet per annotator (default A and B); returns their paths."""
+def run_sheets_export(prep_dir: str, output: str, annotators: Sequence[str], fmt: str = "csv",
+                      invalid_labels: Sequence[str] = ("?", "invalid")) -> list[str]:
+    """One blank annotation sheet per annotator (default A and B), CSV or .xlsx with drop-downs
+    (`invalid_labels` end each list); returns their paths."""
     from transforms.protoqa.cluster_prep import read_prep
-    from transforms.protoqa.sheets import ANNOTATOR_COLUMNS, export_sheet_rows, write_csv
+    from transforms.protoqa.sheets import ANNOTATOR_COLUMNS, export_sheet_rows, write_csv, write_xlsx
 
     path = _local_dir(output)
     rows = export_sheet_rows(read_prep(prep_dir))
     written = []
     for name in annotators or ["A", "B"]:
-        target = path / f"sheet_{name}.csv"
-        write_csv(str(target), ANNOTATOR_COLUMNS, rows)
+        target = path / f"sheet_{name}.{fmt}"
+        if fmt == "xlsx":
+            write_xlsx(str(target), rows, invalid_labels)
+        else:
+            write_csv(str(target), ANNOTATOR_COLUMNS, rows)
         written.append(str(target))
     return written
 
@@ -283,19 +416,19 @@ def run_sheets_import(spec: ProtoqaSpec, sheets: Sequence[str], output: str,
                       columns: Optional[Sequence[str]] = None) -> dict:
     """BLANC agreement of two annotators, their disagreements and the adjudication sheet."""
     from transforms.core.io import write_json
-    from transforms.protoqa.release import read_text
     from transforms.protoqa.sheets import (
         ADJUDICATION_COLUMNS,
         DISAGREEMENT_COLUMNS,
         adjudication_rows,
         agreement,
         disagreements,
-        merge_sheets,
+        load_sheet,
+        merge_read_sheets,
         write_csv,
     )
 
     invalid = spec.sheets.invalid_labels
-    merged, (col_a, col_b) = merge_sheets([read_text(s) for s in sheets], columns)
+    merged, (col_a, col_b) = merge_read_sheets([load_sheet(s) for s in sheets], columns)
     result = agreement(merged, "annotator_a", "annotator_b", invalid, spec.sheets.blanc.mentions)
     result["annotators"] = ([Path(s).stem for s in sheets] if len(sheets) == 2 and not columns
                             else [col_a, col_b])
@@ -313,10 +446,9 @@ def run_sheets_import(spec: ProtoqaSpec, sheets: Sequence[str], output: str,
 def run_adjudicate(spec: ProtoqaSpec, sheet: str, output: str, column: Optional[str] = None) -> dict:
     """protoqa-data records of an adjudicated sheet (OUTPUT/adjudicated.jsonl); the summary."""
     from transforms.core.io import write_json
-    from transforms.protoqa.release import read_text
-    from transforms.protoqa.sheets import ADJUDICATE, adjudicate, adjudication_column, read_sheet
+    from transforms.protoqa.sheets import ADJUDICATE, adjudicate, adjudication_column, load_sheet
 
-    questions, cols = read_sheet(read_text(sheet))
+    questions, cols = load_sheet(sheet)
     records, rejects = adjudicate(questions, column or adjudication_column(cols),
                                   spec.sheets.invalid_labels, spec.release.source)
     path = _local_dir(output)
@@ -329,8 +461,10 @@ def run_adjudicate(spec: ProtoqaSpec, sheet: str, output: str, column: Optional[
     return summary
 
 
-def run_release(spec: ProtoqaSpec, inputs: Sequence[str], output: str) -> dict:
-    """Coverage filter and dev / test split; returns {"summary": ..., "coverage": report}."""
+def run_release(spec: ProtoqaSpec, inputs: Sequence[str], output: str, directory: Optional[str] = None) -> dict:
+    """Coverage filter and dev / test split; returns {"summary": ..., "coverage": report}. Also
+    writes the Hugging Face layout and card (`write_hf_release`; `directory`: the path the card's
+    loading example shows, default `output`)."""
     from transforms.core.io import write_json
     from transforms.protoqa.release import (
         COVERAGE,
@@ -365,7 +499,58 @@ def run_release(spec: ProtoqaSpec, inputs: Sequence[str], output: str) -> dict:
     write_json(str(path / "coverage.json"), report)
     write_json(str(path / "summary.json"), summary)
     _mark_run(str(path), "release")
+    write_hf_release(spec, inputs, path, splits, summary, directory or output)
     return {"summary": summary, "coverage": report}
+
+
+LIMITATIONS = """The answer clusters are the annotators' (the sheets' adjudicated column); the
+clusters csdata proposes (exact match, WordNet, all-MiniLM-L6-v2 neighbours, MinHash) are
+suggestions only and are not in this release. Questions are kept by the spec's coverage reading
+(coverage.json lists what every reading keeps); dev and test are cut by sha1(seed:id)."""
+
+
+def write_hf_release(spec: ProtoqaSpec, inputs: Sequence[str], path: Path, splits: dict, summary: dict,
+                     directory: str) -> None:
+    """The release's rows in the Hugging Face layout (data/{validation,test}-*.parquet) and its
+    dataset card, beside the protoqa-data JSONL."""
+    from data_specs import load_schema
+    from pipeline.releases import default_specs, funnel_section
+    from transforms.core.accounting import STAGE_UNITS
+    from transforms.core.provenance import (
+        describe_inputs,
+        file_metadata,
+        spec_data,
+        spec_sha256,
+        utc_now,
+        versions,
+    )
+    from transforms.core.release import Config, Release, build_section, code_block, write_release
+    from transforms.protoqa.release import CITATION, release_rows
+
+    data = spec_data(spec)
+    step = {"command": "protoqa release",
+            "argv": ["protoqa", "release", *[w for i in inputs for w in ("--input", i)]],
+            "inputs": describe_inputs(inputs), "spec": data, "spec_sha256": spec_sha256(data),
+            "versions": versions(), "finished": utc_now(), "stages": summary["stages"]}
+    provenance = {"steps": [step]}
+    sections = [
+        ("How it was built", build_section(provenance, default_specs())),
+        ("Statistics", "Beside the paper's figures (`csdata stats RUN`):\n\n" + code_block(stats(path))),
+        ("Reject funnel", funnel_section(provenance, summary, STAGE_UNITS["protoqa"])),
+        ("Limitations", " ".join(LIMITATIONS.split())),
+        ("Provenance", "`provenance.json` records the inputs (path, size, sha256), the spec and the "
+                       "versions; `csdata protoqa reproduce THIS_DIR --output NEW` reruns the release "
+                       "from them and compares the rows."),
+    ]
+    write_release(path, Release(
+        pretty_name="ProtoQA (regenerated with csdata)",
+        configs=[Config("default", load_schema("protoqa", "release"), release_rows(splits))],
+        license="cc-by-4.0", task_categories=["question-answering"], task_ids=["open-domain-qa"],
+        source_datasets=["original"],
+        summary=("ProtoQA (Boratko et al. 2020): prototypical common-sense questions with the "
+                 "crowd's answers grouped into clusters with counts, regenerated by csdata; rows "
+                 "in the protoqa-data shape, with the objects keyed by answer or cluster id as lists."),
+        sections=sections, citation=CITATION, file_metadata=file_metadata(data, inputs)), directory=directory)
 
 
 def run_score(targets_path: str, predictions_path: str, similarity: str = "exact",
@@ -479,10 +664,16 @@ def run(args, extra: Sequence[str], beam_options) -> int:
             for name, value in means.items():
                 print(f"{name:<22} {value:.4f}")
         return 0
+    if command == "hits":
+        return _run_hits(args)
     from data_specs import ProtoqaSpec, load_dataset_spec
     from transforms.core.accounting import STAGE_UNITS, format_summary
     from transforms.protoqa.stats import format_agreement, format_coverage
 
+    if command == "reproduce":
+        from pipeline.releases import reproduce_command
+
+        return reproduce_command(args)
     spec = load_dataset_spec(ProtoqaSpec, args.spec, args.overrides)
     if command == "assign":
         return run_assign(with_assign_threshold(spec, args.threshold), args.targets, args.answers,
@@ -498,8 +689,9 @@ def run(args, extra: Sequence[str], beam_options) -> int:
         return 0 if _balanced(summary) else 3
     if command == "sheets":
         if args.sheets_command == "export":
-            for path in run_sheets_export(args.prep, args.output, args.annotator):
-                print(path)
+            for path in run_sheets_export(args.prep, args.output, args.annotator, args.format,
+                                          spec.sheets.invalid_labels):
+                print(Path(path).name)     # --output is the staging directory here
             return 0
         if args.sheets_command == "import":
             print(format_agreement(run_sheets_import(spec, args.sheet, args.output, args.columns)))
@@ -509,7 +701,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
             print(format_summary(summary, STAGE_UNITS["protoqa"]))
             return 0 if _balanced(summary) else 3
     if command == "release":
-        result = run_release(spec, args.input, args.output)
+        result = run_release(spec, args.input, args.output, getattr(args, "final_output", None))
         print(format_coverage(result["coverage"]))
         splits = result["summary"]["splits"]
         print("splits: " + ", ".join(f"{k} {len(v)}" for k, v in splits.items()))

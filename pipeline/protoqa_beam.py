@@ -15,6 +15,7 @@ from data_specs import ProtoqaSpec
 from pipeline.runner import clear_output, default_options, run_pipeline
 from transforms.core.io import read_summary
 from transforms.core.progress import ProgressLine
+from transforms.core.provenance import file_metadata
 from transforms.core.sinks import WriteTable
 from transforms.core.stages import Summarize
 from transforms.protoqa.questions import (
@@ -41,6 +42,7 @@ def run_questions(spec: ProtoqaSpec, inputs: Sequence[str], output: str, omitted
     for path in flagged:
         flagged_ids += read_id_list(path)[0]
     shards = spec.output.num_shards
+    meta = file_metadata(spec, [*inputs, *omitted, *flagged])
 
     def write_jsonl(rows):
         with FileSystems.create(f"{out}/questions.jsonl") as handle:
@@ -54,10 +56,10 @@ def run_questions(spec: ProtoqaSpec, inputs: Sequence[str], output: str, omitted
     rows, rejects, tallies = lines | "CurateQuestions" >> CurateQuestions(
         spec.questions, spec.seed, omitted_ids, omitted_questions, flagged_ids)
     rows = rows | "ProgressKept" >> progress.step("kept", "questions")
-    rows | "WriteQuestions" >> WriteTable(out, "questions", shards, dataset="protoqa")
+    rows | "WriteQuestions" >> WriteTable(out, "questions", shards, dataset="protoqa", file_metadata=meta)
     (rows | "CollectRows" >> beam.combiners.ToList() | "WriteJsonl" >> beam.Map(write_jsonl))
     (rejects | "RejectRows" >> beam.Map(lambda r: r.row())
-     | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="protoqa"))
+     | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="protoqa", file_metadata=meta))
     tallies | "Summarize" >> Summarize(f"{out}/summary.json", QUESTION_STAGES)
     run_pipeline(pipeline)
     return read_summary(f"{out}/summary.json")

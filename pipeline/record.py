@@ -5,6 +5,8 @@
     csdata record generate --input stories/ --output out/v --annotations ann/ --set query.ngram=4
     csdata record filter out/rec --output out/recf                         # stage 3 (Beam)
     csdata record hits export out/recf --output hits.csv                   # stage 4: crowd task
+    csdata record hits export out/recf --format mturk --output hits/       # ... MTurk / label-studio
+    csdata record hits preview out/recf                                    # try the page locally
     csdata record hits import results.csv --run out/recf --output out/recv # stage 4: splits
     csdata record export out/rec --format record-json --output rec.json    # ReCoRD JSON
     csdata stats out/rec                                                   # beside the paper's Table 1
@@ -17,7 +19,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -121,26 +123,46 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     hits = record_cmds.add_parser("hits", help="stage 4: crowd validation round trip (paper §3.4)")
     hits_cmds = hits.add_subparsers(dest="hits_command", required=True)
     hits_export = hits_cmds.add_parser(
-        "export", help="write the crowd-task CSV of a filtered run",
-        description="One row per triple: the passage with entities marked and numbered, the query "
-                    "with the placeholder shown as X, and hidden_* reference columns that must not "
-                    "be shown to workers.")
+        "export", help="write the crowd task of a filtered run (own CSV, MTurk or Label Studio)",
+        description="--format csv (default): one CSV row per triple: the passage with entities "
+                    "marked and numbered, the query with the placeholder shown as X, and hidden_* "
+                    "reference columns that must not be shown to workers. --format mturk: OUTPUT/"
+                    "template.html (an HTMLQuestion page with ${variable} placeholders) and "
+                    "OUTPUT/batch.csv (its batch input). --format label-studio: OUTPUT/config.xml "
+                    "(labeling config) and OUTPUT/tasks.json. Platform files hold no references.")
     hits_export.add_argument("run_dir", help="output directory of `csdata record filter`")
-    hits_export.add_argument("--output", required=True, help="CSV file to write")
+    hits_export.add_argument("--output", required=True,
+                             help="CSV file to write (csv) or directory (mturk, label-studio)")
+    hits_export.add_argument("--format", choices=["csv", "mturk", "label-studio"], default="csv",
+                             dest="hits_format", help="task format (default: csv)")
     add_spec_args(hits_export, "record")
     hits_import = hits_cmds.add_parser(
         "import", help="read worker results, block bad workers, validate triples, draw splits",
-        description="RESULTS.csv columns: worker_id, assignment_id, triple_id, chosen_entity "
-                    "(option number or text), feedback [, submit_time]. Every hits.qc_every "
-                    "submissions each worker's accuracy is recomputed; workers below "
-                    "hits.min_accuracy are blocked and their assignments listed in republish.csv. "
-                    "Writes train/, dev/, test/, passages/, rejects/, workers.csv, summary.json.")
-    hits_import.add_argument("results", help="worker results CSV")
+        description="RESULTS: the own CSV (worker_id, assignment_id, triple_id, chosen_entity "
+                    "(option number or text), feedback [, submit_time]), MTurk's batch results CSV "
+                    "(Input.triple_id, Answer.entity ...; rejected assignments skipped) or a Label "
+                    "Studio JSON export; told apart automatically unless --format says. Submissions "
+                    "are replayed in submit-time order; every hits.qc_every submissions each "
+                    "worker's accuracy is recomputed; workers below hits.min_accuracy are blocked and "
+                    "their assignments listed in republish.csv. Writes train/, dev/, test/, "
+                    "passages/, rejects/, workers.csv, summary.json.")
+    hits_import.add_argument("results", help="worker results: own CSV, MTurk results CSV or Label Studio JSON")
     hits_import.add_argument("--run", required=True, dest="run_dir",
                              help="the filtered run the HITs were exported from")
     hits_import.add_argument("--output", required=True)
+    hits_import.add_argument("--format", choices=["auto", "csv", "mturk", "label-studio"], default="auto",
+                             dest="hits_format", help="results format (default: auto)")
     hits_import.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(hits_import, "record")
+    hits_preview = hits_cmds.add_parser(
+        "preview", help="serve the MTurk task page filled with one triple on localhost",
+        description="Serves the page a worker sees on http://127.0.0.1:PORT with a local submit "
+                    "endpoint that shows the fields the form sends (MTurk's Answer.* columns). "
+                    "Ctrl-C stops it.")
+    hits_preview.add_argument("run_dir", help="output directory of `csdata record filter`")
+    hits_preview.add_argument("--triple", help="triple (query) id to show (default: the first)")
+    hits_preview.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+    add_spec_args(hits_preview, "record")
 
     export = record_cmds.add_parser("export", help="write a run as ReCoRD JSON or SuperGLUE JSONL")
     export.add_argument("run_dir", help="output directory of `csdata record generate`")
@@ -149,8 +171,12 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                              "superglue-jsonl: one passage per line as in SuperGLUE")
     export.add_argument("--output", default="-", help="file to write (default: stdout)")
 
+    from pipeline.releases import add_release_commands
+
+    add_release_commands(record_cmds, "record", "a generate, filter or hits import run")
+
     # The commands without a Beam pipeline reject unknown arguments with their own usage.
-    for parser in (evaluate_, hits_export, hits_import, export):
+    for parser in (evaluate_, hits_export, hits_import, hits_preview, export):
         parser.set_defaults(command_parser=parser)
 
 
@@ -270,14 +296,19 @@ def _evaluate(args) -> int:
 def _hits(args) -> int:
     from data_specs import RecordSpec, load_dataset_spec
     from transforms.core.accounting import STAGE_UNITS, format_summary
-    from transforms.record.crowd import export_hits, import_results
+    from transforms.record.crowd import export_hits, import_results, preview_page
 
     spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     if args.hits_command == "export":
-        rows = export_hits(args.run_dir, args.output, spec.hits)
+        rows = export_hits(args.run_dir, args.output, spec.hits, args.hits_format)
         print(f"{rows} HITs written to {args.output}")
         return 0
-    summary = import_results(args.run_dir, args.results, args.output, spec.hits, spec.splits, spec.seed)
+    if args.hits_command == "preview":
+        from transforms.core.platforms import preview
+
+        return preview(preview_page(args.run_dir, spec.hits, args.triple), args.port)
+    summary = import_results(args.run_dir, args.results, args.output, spec.hits, spec.splits, spec.seed,
+                             args.hits_format)
     splits = ", ".join(f"{name} {entry['triples']}" for name, entry in summary["splits"].items())
     print(f"splits: {splits}; workers blocked: {summary['workers']['blocked']} of "
           f"{summary['workers']['total']} (their assignments: {args.output}/republish.csv)")
@@ -312,12 +343,71 @@ def run(args, extra: Sequence[str], beam_options) -> int:
         return _hits(args)
     if command == "export":
         return _export(args)
+    if command in ("release", "reproduce"):
+        from pipeline.releases import release_command, reproduce_command
+
+        return release_command(args, build_release) if command == "release" else reproduce_command(args)
     raise SystemExit(f"unknown record command {command!r}")
 
 
+LIMITATIONS = """Entities and coreference come from the models named above, not from the paper's
+Google and AllenNLP annotations, so some mentions are missed or mislabelled, which drops
+sentences or answers (see the csdata README, "Fidelity"). A release of a `generate` or `filter`
+run is not crowd-validated (paper §3.4): its splits are the URL lists' (`train` when none was
+given), and its queries may be unanswerable or answerable without commonsense. The news articles'
+copyright stays with CNN and the Daily Mail; use for research only."""
+
+
+def build_release(run_dir: str, provenance: Optional[dict]):
+    """The `Release` of a ReCoRD run: configs `passages` (the official JSON shape) and `queries`."""
+    from data_specs import load_schema
+    from pipeline.releases import (
+        default_specs,
+        funnel_section,
+        provenance_section,
+        read_run_summary,
+        release_metadata,
+        spec_of,
+    )
+    from transforms.core.accounting import STAGE_UNITS
+    from transforms.core.release import Config, Release, build_section, code_block
+    from transforms.record.export import CITATION, release_rows
+
+    passages, queries = release_rows(run_dir)
+    spec = spec_of(provenance, "record")
+    models = (f"annotator `{spec['annotator']['name']}` (model `{spec['annotator']['model']}`), "
+              f"coreference `{spec['coref']['name']}`")
+    if any(s.get("command") == "record filter" for s in (provenance or {}).get("steps", [])):
+        models += f", machine-filter reader `{spec['filter']['reader']}`"
+    try:
+        table = stats(run_dir)
+    except (FileNotFoundError, KeyError) as error:
+        table = f"(not available for this run: {error})"
+    sections = [
+        ("How it was built", build_section(provenance, default_specs())),
+        ("Statistics", "Table 1 of the paper beside this release (`csdata stats RUN`):\n\n" + code_block(table)),
+        ("Reject funnel", funnel_section(provenance, read_run_summary(run_dir), STAGE_UNITS["record"])),
+        ("Limitations", f"Annotated by: {models}.\n\n{' '.join(LIMITATIONS.split())}"),
+        ("Provenance", provenance_section(provenance, "record")),
+    ]
+    return Release(
+        pretty_name="ReCoRD (regenerated with csdata)",
+        configs=[Config("passages", load_schema("record", "release_passages"), passages, "passages"),
+                 Config("queries", load_schema("record", "release_queries"), queries, "queries")],
+        license="unknown", task_categories=["question-answering"], task_ids=["extractive-qa"],
+        source_datasets=["extended|cnn_dailymail"],
+        summary=("Reading Comprehension with Commonsense Reasoning (Zhang et al. 2018): cloze "
+                 "queries over CNN/Daily Mail news passages, regenerated from raw articles by "
+                 "csdata. Config `passages` has one row per passage with its queries in the "
+                 "official ReCoRD JSON shape; config `queries` one row per query. Offsets are "
+                 "character offsets into the passage text; `end` is inclusive."),
+        sections=sections, citation=CITATION, file_metadata=release_metadata(run_dir, provenance))
+
+
 def is_run(path) -> bool:
-    """A ReCoRD output directory (generate, filter or hits import): it has a passages/ table."""
-    return (Path(path) / "passages").is_dir()
+    """A ReCoRD output directory (generate, filter or hits import): it has a passages/ table
+    (a release, with its dataset card README.md, is not a run)."""
+    return (Path(path) / "passages").is_dir() and not (Path(path) / "README.md").is_file()
 
 
 def stats(path) -> str:

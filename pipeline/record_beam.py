@@ -6,7 +6,7 @@ Imported by `pipeline.record` only when a command runs a pipeline, so that `csda
 from __future__ import annotations
 
 import json
-from typing import Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -14,12 +14,13 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs import RecordSpec
 from pipeline.runner import clear_output, default_options, run_pipeline
-from transforms.core.dedup import DEDUP_NEAR, DropNearDuplicates
+from transforms.core.dedup import DEDUP_NEAR, DropNearDuplicates, MinHasher
 from transforms.core.errors import UserError
 from transforms.core.io import read_summary, write_json
 from transforms.core.progress import ProgressLine
+from transforms.core.provenance import file_metadata
 from transforms.core.sinks import WriteTable
-from transforms.core.stages import Ledger, Stage, Summarize
+from transforms.core.stages import Ledger, Stage, Summarize, split_sides
 from transforms.record.annotate import STAGE as ANNOTATE_STAGE
 from transforms.record.annotate.backends.allennlp import write_inputs
 from transforms.record.annotate.compare import CompareAnnotations, compare_report
@@ -27,12 +28,14 @@ from transforms.record.annotate.stage import (
     Annotate,
     AnnotateArticles,
     CountOutcomes,
+    StoredSignatures,
     check_cacheable,
     check_models,
     single_backend,
 )
 from transforms.record.annotate.store import TABLE as ANNOTATIONS_TABLE
-from transforms.record.annotate.store import annotation_row
+from transforms.record.annotate.store import annotation_row, minhash_key, text_hash
+from transforms.record.article import Article
 from transforms.record.curate import (
     DEDUP_ID,
     PASSAGE_STAGE,
@@ -84,9 +87,10 @@ class GenerateRecord(beam.PTransform):
 
     def __init__(self, spec: RecordSpec, inputs: Sequence[str], output: str,
                  url_lists: Sequence[str] = (), progress: bool = True,
-                 annotations: Optional[str] = None):
+                 annotations: Optional[str] = None, file_metadata: Optional[dict[str, str]] = None):
         super().__init__()
         self._spec = spec
+        self._meta = file_metadata   # every Parquet file's key-value metadata
         self._inputs = list(inputs)
         self._output = output.rstrip("/")
         self._url_lists = list(url_lists)
@@ -107,10 +111,13 @@ class GenerateRecord(beam.PTransform):
         articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds(url_info))
         if near.enabled:
             size = near.shingle_size
+            # From annotations, the signatures stored with them are used where the text matches.
+            signatures = (pbegin | "StoredSignatures" >> StoredSignatures(
+                self._annotations, minhash_key(size, near.num_perm, spec.seed))) if self._annotations else None
             articles = collect(articles | "DropNearDuplicates" >> DropNearDuplicates(
                 near.threshold, near.num_perm, spec.seed,
                 shingles=lambda a: shingles(a, size), key=lambda a: a.id,
-                max_bucket=near.max_bucket))
+                max_bucket=near.max_bucket, signatures=signatures, content_key=text_hash))
         splits = collect(articles | "SplitPassages" >> Stage(SPLIT, make_split_fn(passage)))
         annotate = Annotate(spec.annotator, spec.coref, passage, self._annotations)
         annotated = collect(splits | "Annotate" >> annotate)
@@ -126,11 +133,11 @@ class GenerateRecord(beam.PTransform):
                    | "ProgressQueries" >> progress.step("written", "queries"))
 
         (passages | "PassageRows" >> beam.Map(passage_row)
-         | "WritePassages" >> WriteTable(out, "passages", shards))
-        queries | "WriteQueries" >> WriteTable(out, "queries", shards)
+         | "WritePassages" >> WriteTable(out, "passages", shards, file_metadata=self._meta))
+        queries | "WriteQueries" >> WriteTable(out, "queries", shards, file_metadata=self._meta)
         (ledger.rejects | "FlattenRejects" >> beam.Flatten()
          | "RejectRows" >> beam.Map(lambda r: r.row())
-         | "WriteRejects" >> WriteTable(out, "rejects", shards))
+         | "WriteRejects" >> WriteTable(out, "rejects", shards, file_metadata=self._meta))
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
                 | "Summarize" >> Summarize(f"{out}/summary.json", STAGES))
 
@@ -155,8 +162,9 @@ def run_record(spec: RecordSpec, inputs: Sequence[str], output: str, url_lists: 
         check_cacheable(spec.annotator)
     clear_output(output, TABLES, ("summary.json", REUSE_FILE))
     pipeline = beam.Pipeline(options=options or default_options())
-    pipeline | "GenerateRecord" >> GenerateRecord(spec, inputs, output, url_lists,
-                                                  annotations=annotations)
+    pipeline | "GenerateRecord" >> GenerateRecord(
+        spec, inputs, output, url_lists, annotations=annotations,
+        file_metadata=file_metadata(spec, [*inputs, *url_lists]))
     result = run_pipeline(pipeline)
     if annotations:
         out = output.rstrip("/")
@@ -178,10 +186,12 @@ class AnnotateRecordArticles(beam.PTransform):
     applied by the generate runs that reuse these annotations.
     """
 
-    def __init__(self, spec: RecordSpec, inputs: Sequence[str], output: str, progress: bool = True):
+    def __init__(self, spec: RecordSpec, inputs: Sequence[str], output: str, progress: bool = True,
+                 file_metadata: Optional[dict[str, str]] = None):
         super().__init__()
         self._spec, self._inputs, self._output = spec, list(inputs), output.rstrip("/")
         self._progress = progress
+        self._meta = file_metadata
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
@@ -194,14 +204,37 @@ class AnnotateRecordArticles(beam.PTransform):
         articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds())
         articles = collect(articles | "Splittable" >> Stage(SPLIT, splittable))
         annotations = collect(articles | "Annotate" >> AnnotateArticles(spec.annotator, spec.coref))
-        (annotations | "ProgressAnnotated" >> progress.step("annotated", "articles")
-         | "AnnotationRows" >> beam.Map(annotation_row)
-         | "WriteAnnotations" >> WriteTable(out, ANNOTATIONS_TABLE, shards))
+        annotations = annotations | "ProgressAnnotated" >> progress.step("annotated", "articles")
+        near = spec.curation.near_duplicates
+        if near.enabled:   # each row also carries the article's MinHash signature (joined by id)
+            hasher = MinHasher(near.threshold, near.num_perm, spec.seed)
+            key, size = minhash_key(near.shingle_size, near.num_perm, spec.seed), near.shingle_size
+            signed = (articles | "Signatures" >> beam.Map(
+                lambda a: (a.id, (1, (key, article_signature(a, hasher, size))))))
+            rows = (((annotations | "KeyAnnotations" >> beam.Map(lambda a: (a.article_id, (0, a)))), signed)
+                    | "FlattenSigned" >> beam.Flatten() | "JoinSignatures" >> beam.GroupByKey()
+                    | "AnnotationRows" >> beam.FlatMap(signed_rows))
+        else:
+            rows = annotations | "AnnotationRows" >> beam.Map(annotation_row)
+        rows | "WriteAnnotations" >> WriteTable(out, ANNOTATIONS_TABLE, shards, file_metadata=self._meta)
         (ledger.rejects | "FlattenRejects" >> beam.Flatten()
          | "RejectRows" >> beam.Map(lambda r: r.row())
-         | "WriteRejects" >> WriteTable(out, "rejects", shards))
+         | "WriteRejects" >> WriteTable(out, "rejects", shards, file_metadata=self._meta))
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
                 | "Summarize" >> Summarize(f"{out}/summary.json", ANNOTATE_STAGES))
+
+
+def article_signature(article: Article, hasher: MinHasher, size: int) -> list[int]:
+    """The MinHash signature near-duplicate removal computes for `article` ([] without words)."""
+    signature = hasher.signature(shingles(article, size))
+    return [] if signature is None else [int(v) for v in signature]
+
+
+def signed_rows(grouped: tuple[str, Iterable[tuple[int, Any]]]) -> Iterator[dict]:
+    """The annotation row of an article with its signature (none when it was not annotated)."""
+    annotations, signatures = split_sides(grouped[1], 0)
+    for annotation in annotations:
+        yield annotation_row(annotation, signatures[0] if signatures else ("", ()))
 
 
 def run_annotate(spec: RecordSpec, inputs: Sequence[str], output: str,
@@ -211,7 +244,8 @@ def run_annotate(spec: RecordSpec, inputs: Sequence[str], output: str,
     check_models(spec.annotator)
     clear_output(output, ANNOTATE_TABLES)
     pipeline = beam.Pipeline(options=options or default_options())
-    pipeline | "AnnotateRecord" >> AnnotateRecordArticles(spec, inputs, output)
+    pipeline | "AnnotateRecord" >> AnnotateRecordArticles(
+        spec, inputs, output, file_metadata=file_metadata(spec, inputs))
     return run_pipeline(pipeline)
 
 
@@ -221,10 +255,12 @@ class FilterRecord(beam.PTransform):
     The reader and the number of folds are the spec's `filter.reader` and `filter.folds`.
     """
 
-    def __init__(self, spec: RecordSpec, run_dir: str, output: str, progress: bool = True):
+    def __init__(self, spec: RecordSpec, run_dir: str, output: str, progress: bool = True,
+                 file_metadata: Optional[dict[str, str]] = None):
         super().__init__()
         self._spec, self._run_dir, self._output = spec, run_dir.rstrip("/"), output.rstrip("/")
         self._progress = progress
+        self._meta = file_metadata
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
@@ -237,11 +273,13 @@ class FilterRecord(beam.PTransform):
             spec.filter, spec.seed, out)
         kept = kept | "ProgressKept" >> progress.step("predicted", "triples")
         dropped = dropped | "ProgressDropped" >> progress.step("predicted", "triples")
-        passages | "WritePassages" >> WriteTable(out, "passages", shards)
-        kept | "WriteKept" >> WriteTable(out, "queries", shards, schema="filtered_queries")
-        dropped | "WriteDropped" >> WriteTable(out, "dropped", shards, schema="filtered_queries")
+        meta = self._meta
+        passages | "WritePassages" >> WriteTable(out, "passages", shards, file_metadata=meta)
+        kept | "WriteKept" >> WriteTable(out, "queries", shards, schema="filtered_queries", file_metadata=meta)
+        dropped | "WriteDropped" >> WriteTable(out, "dropped", shards, schema="filtered_queries",
+                                               file_metadata=meta)
         (rejects | "RejectRows" >> beam.Map(lambda r: r.row())
-         | "WriteRejects" >> WriteTable(out, "rejects", shards))
+         | "WriteRejects" >> WriteTable(out, "rejects", shards, file_metadata=meta))
         tallies | "Summarize" >> Summarize(f"{out}/stages.json", [MACHINE_STAGE])
         return (fold_stats
                 | "SumPerFold" >> beam.CombinePerKey(lambda values: tuple(map(sum, zip(*values))))
@@ -265,7 +303,9 @@ def run_filter(spec: RecordSpec, run_dir: str, output: str, choice: Optional[str
         update={"reader": choice, "folds": folds})})
     clear_output(output, FILTER_TABLES, FILTER_FILES)
     pipeline = beam.Pipeline(options=options or default_options())
-    pipeline | "FilterRecord" >> FilterRecord(spec, run_dir, output)
+    tables = [f"{run_dir.rstrip('/')}/{table}" for table in ("passages", "queries")]
+    pipeline | "FilterRecord" >> FilterRecord(spec, run_dir, output,
+                                              file_metadata=file_metadata(spec, tables))
     run_pipeline(pipeline)
     out = output.rstrip("/")
     stages = read_summary(f"{out}/stages.json")["stages"]

@@ -57,8 +57,12 @@ def browser() -> Iterator:
 
 @pytest.fixture
 def phone_browser() -> Iterator:
-    """A headless Chromium WebDriver with a phone-sized window (390 x 844)."""
+    """A headless Chromium WebDriver with a phone-sized viewport (390 x 844 CSS pixels)."""
     driver = _make_driver(PHONE)
+    # Headless Chromium keeps a minimum window width (about 485 px); the device-metrics override
+    # gives the layout a real 390 px viewport, as a phone would.
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
     try:
         yield driver
     finally:

@@ -64,3 +64,12 @@ def test_every_pipeline_stage_has_a_unit():
                             ("cosmos", [*STAGE_ORDER, QUESTION_STAGE, VALIDATION_STAGE]),
                             ("protoqa", [*QUESTION_STAGES, *PREP_STAGES, ADJUDICATE, *RELEASE_STAGES])):
         assert set(stages) <= set(STAGE_UNITS[dataset]), dataset
+
+
+def test_a_run_without_any_tally_still_writes_its_summary(tmp_path):
+    path = str(tmp_path / "summary.json")
+    with beam_test_pipeline() as p:
+        _, _, tallies = p | beam.Create([]) | Stage("parity", odd_or_reject)
+        tallies | Summarize(path, ["parity"])
+    assert json.load(open(path)) == {"stages": {"parity": {"in": 0, "kept": 0, "rejected": {},
+                                                           "balanced": True}}}

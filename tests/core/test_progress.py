@@ -3,6 +3,7 @@ passthrough transform, the `csdata record generate` subprocess, and `format_writ
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -17,15 +18,9 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import DATA, beam_test_pipeline
-from transforms.core import progress as progress_module
-from transforms.core.progress import (
-    ENABLED_ENV,
-    INTERVAL_ENV,
-    ProgressLine,
-    Reporter,
-    default_interval,
-    format_written,
-)
+from transforms.core import reporting
+from transforms.core.progress import ProgressLine
+from transforms.core.reporting import ENABLED_ENV, INTERVAL_ENV, Reporter, default_interval, format_written
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = [("articles", "read"), ("articles", "annotated"), ("queries", "written")]
@@ -174,8 +169,8 @@ def test_format_written_counts_rows_from_parquet_footers(tmp_path):
 def test_reporters_are_per_pipeline():
     a, b = ProgressLine(), ProgressLine()
     assert a.group != b.group
-    assert progress_module.reporter_for(a.group, STEPS, 5.0, a.origin) is \
-        progress_module.reporter_for(a.group, STEPS, 5.0, a.origin)
+    assert reporting.reporter_for(a.group, STEPS, 5.0, a.origin) is \
+        reporting.reporter_for(a.group, STEPS, 5.0, a.origin)
 
 
 # --------------------------------------------------------------------------- the CLI, as a user runs it
@@ -213,15 +208,27 @@ def generate_subprocess(tmp_path: Path, env_extra: dict, *beam_args: str) -> sub
     return done
 
 
-# The sample corpus read without URL lists: 15 articles read, 12 annotated, 53 query rows.
-TOTALS = {("articles", "read"): 15, ("articles", "annotated"): 12, ("queries", "written"): 53}
+def written_totals(out: Path) -> dict:
+    """What the run's own outputs say was read, annotated and written: the progress counts must
+    equal these (summary.json's stage counts and the rows of the queries table)."""
+    stages = json.loads((out / "summary.json").read_text())["stages"]
+    queries = sum(pq.ParquetFile(p).metadata.num_rows for p in (out / "queries").glob("*.parquet"))
+    return {("articles", "read"): stages["read"]["kept"],
+            ("articles", "annotated"): stages["annotate"]["kept"], ("queries", "written"): queries}
+
+
+# The sample corpus read without URL lists: 15 articles read, 12 of them annotated.
+READ, ANNOTATED = 15, 12
 
 
 @pytest.mark.slow
 def test_generate_prints_progress_on_stderr_and_none_when_disabled(tmp_path):
     shown = generate_subprocess(tmp_path / "a", {INTERVAL_ENV: "0", ENABLED_ENV: "1"})
     assert "articles read" not in shown.stdout                # progress never reaches stdout
-    assert last_counts(shown.stderr) == {"": TOTALS}, shown.stderr   # the driver process's line
+    totals = written_totals(tmp_path / "a" / "out")
+    assert totals[("articles", "read")] == READ and totals[("articles", "annotated")] == ANNOTATED
+    assert totals[("queries", "written")] > 0
+    assert last_counts(shown.stderr) == {"": totals}, shown.stderr   # the driver process's line
     quiet = generate_subprocess(tmp_path / "b", {INTERVAL_ENV: "0", ENABLED_ENV: "1"}, "--quiet")
     assert "articles read" not in quiet.stderr + quiet.stdout
     assert "sentence_filter" in quiet.stdout
@@ -234,10 +241,21 @@ def test_multi_processing_workers_print_their_share_on_the_terminal(tmp_path):
     last = last_counts(done.stderr)
     assert last and "" not in last, done.stderr               # every line is a worker's
     # Each worker counts what it processed; together they are the run's totals.
-    assert {step: sum(c.get(step, 0) for c in last.values()) for step in TOTALS} == TOTALS, last
+    totals = written_totals(tmp_path / "out")
+    assert totals[("articles", "read")] == READ and totals[("articles", "annotated")] == ANNOTATED
+    assert {step: sum(c.get(step, 0) for c in last.values()) for step in totals} == totals, last
 
 
-def test_the_cli_switch_names_the_same_variable():
+def test_the_cli_switch_is_the_variable_the_pipelines_read(monkeypatch):
     from pipeline import cli
 
-    assert cli.PROGRESS_ENV == ENABLED_ENV     # cli.py spells it out so that --help stays Beam-free
+    monkeypatch.setenv(ENABLED_ENV, "1")
+    assert ProgressLine().enabled
+    monkeypatch.setenv(cli.PROGRESS_ENV, "0")     # what `--quiet` sets
+    assert not ProgressLine().enabled
+
+
+def test_reporting_loads_no_beam():
+    code = ("import sys; import transforms.core.reporting, pipeline.cli; "
+            "sys.exit(int('apache_beam' in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0

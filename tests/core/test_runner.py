@@ -39,7 +39,7 @@ def test_a_finished_run_is_swapped_in_whole_and_marked(tmp_path, capsys):
     finished_run = tmp_path / "out"
     assert generate(finished_run) == 0
     assert sorted(p.name for p in finished_run.iterdir()) == [
-        RUN_MARKER, "passages", "queries", "rejects", "summary.json"]
+        RUN_MARKER, "passages", "provenance.json", "queries", "rejects", "summary.json"]
     assert not staging_path(str(finished_run)).exists()
     out = capsys.readouterr().out
     assert f"output: {finished_run}" in out

@@ -61,8 +61,8 @@ def test_values_from_the_yaml_and_papers():
     assert cosmos.paragraph.cut_baseline == "median"
     assert protoqa.questions.answers.max_total == 100
     assert protoqa.coverage.min_coverage == 85
-    assert protoqa.assign.weights.embedding == 0.6
-    assert protoqa.assign.threshold == 0.3
+    assert protoqa.assign.weights.embedding == 3.6
+    assert protoqa.assign.threshold == 0.4
     assert protoqa.assign.max_partition_pairs == 4096
 
 

@@ -127,6 +127,14 @@ def test_record_export_and_stats_load_no_beam_or_models(tmp_path):
     assert not (MODELS | {"scipy"}) & loaded_by(tmp_path, "stats", str(run))
 
 
+def test_describe_loads_pyarrow_only_and_release_no_beam_or_models(tmp_path):
+    run = record_run(tmp_path / "record")
+    assert loaded_by(tmp_path, "describe", str(run / "queries")) == {"pyarrow"}
+    released = tmp_path / "released"
+    assert not MODELS & loaded_by(tmp_path, "record", "release", str(run), "--output", str(released))
+    assert (released / "README.md").is_file() and (released / "queries").is_dir()
+
+
 def test_protoqa_release_and_its_stats_load_no_beam_or_models(tmp_path):
     release = tmp_path / "release"
     loaded = loaded_by(tmp_path, "protoqa", "release", "--input",

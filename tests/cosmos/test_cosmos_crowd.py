@@ -283,7 +283,8 @@ def test_cli_round_trip(tmp_path, simulated):
                  "--validations", str(validations), "--output", str(qa),
                  "--set", "answer_scorer.name=overlap", "--set", "splits.excellent_workers=[W-EXCELLENT]"]) == 0
     assert main(["cosmos", "export", str(qa), "--output", str(tmp_path / "release")]) == 0
-    assert sorted(p.name for p in (tmp_path / "release").iterdir()) == ["csdata-run.json", "dev.csv", "test.jsonl", "train.csv"]
+    assert sorted(p.name for p in (tmp_path / "release").iterdir()) == ["csdata-run.json", "dev.csv", "provenance.json",
+                                                                     "test.jsonl", "train.csv"]
     assert cosmos.is_run(qa)
     text = cosmos.stats(qa)
     assert "unanswerable questions %" in text and "6.7" in text

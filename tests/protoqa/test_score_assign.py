@@ -271,21 +271,25 @@ def test_assign_helpers_and_leave_one_out(targets):
     assert ps.spelling_similarity("", "x") == 0.0 and ps.spelling_similarity("a", "a") == 1.0
     assert ps.lemma_set("the puppies") == frozenset({"puppy"})
     result = ps.leave_one_out(targets, ps.ClusterAssigner(SPEC.assign, embedder=None))
+    # t1: dog|puppy, cat|kitten (4 strings whose cluster stays), goldfish, the (singletons);
+    # t2: fridge|refrigerator (2), stove top, kitchen knife (singletons)
     assert result["combined"]["n_with_cluster"] == 6 and result["combined"]["n_singleton"] == 4
     assert 0.0 <= result["wordnet_only"]["overall"] <= 1.0
     assert result["threshold"] == SPEC.assign.threshold
-    # without an embedder the embedding weight is dropped and the others renormalised
-    assert result["weights"]["embedding"] == 0.0
-    assert result["weights"]["lemma"] == pytest.approx(0.2 / 0.4)
+    # without an embedder the `without_embeddings` coefficients are used
+    assert result["weights"] == SPEC.assign.without_embeddings.weights.model_dump()
+    assert result["none"]["question_similarity"] == 0.0
 
 
-def test_assigner_takes_weights_threshold_and_partition_limit_from_the_spec():
-    spec = load_spec("protoqa", ["assign.weights.wordnet=1", "assign.weights.embedding=1",
-                                 "assign.weights.lemma=1", "assign.weights.spelling=1",
+def test_assigner_takes_its_coefficients_threshold_and_partition_limit_from_the_spec():
+    spec = load_spec("protoqa", ["assign.weights.embedding=2", "assign.none.bias=0.5",
+                                 "assign.without_embeddings.weights.lemma=7",
                                  "assign.threshold=0.45", "assign.max_partition_pairs=2"])
-    assigner = ps.ClusterAssigner(spec.assign, embedder=lambda texts: np.ones((len(texts), 1)))
-    assert assigner.weights == dict.fromkeys(ps.SIGNALS, 0.25)
-    assert assigner.threshold == 0.45 and assigner.max_partition_pairs == 2
+    with_model = ps.ClusterAssigner(spec.assign, embedder=lambda texts: np.ones((len(texts), 1)))
+    assert with_model.weights["embedding"] == 2.0 and with_model.none_weights["bias"] == 0.5
+    plain = ps.ClusterAssigner(spec.assign, embedder=None)
+    assert plain.weights["lemma"] == 7.0 and plain.weights["embedding"] == 0.0
+    assert plain.threshold == 0.45 and plain.max_partition_pairs == 2
     # two 3-token strings have 4 x 4 partition pairs: over the limit, the bounded score
     assert ps.bounded_wordnet_score("big red dog", "large red hound", 16) == \
         pw.wordnet_score("big red dog", "large red hound")
@@ -300,11 +304,15 @@ def test_assign_with_fake_embedder(targets):
         out = np.array([vectors.get(t, [0, 1]) for t in texts], dtype=float)
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
-    spec = load_spec("protoqa", ["assign.weights.embedding=1", "assign.weights.wordnet=0",
-                                 "assign.weights.lemma=0", "assign.weights.spelling=0"])
+    zero = [f"assign.weights.{k}=0" for k in ps.SIGNALS if k != "embedding"]
+    spec = load_spec("protoqa", ["assign.weights.embedding=1", *zero,
+                                 *[f"assign.none.{k}=0" for k in ps.NONE_SIGNALS]])
     assigner = ps.ClusterAssigner(spec.assign, embedder=embed)
     proposal = assigner.assign(targets["t1"], "Hound")
+    # utilities: t1.0 = 1 (cosine 1), the other three clusters and "none" 0
     assert proposal.cluster == "t1.0" and proposal.signals["embedding"] == pytest.approx(1.0)
+    assert proposal.confidence == pytest.approx(np.e / (np.e + 4))
+    assert proposal.none_probability == pytest.approx(1 / (np.e + 4))
 
 
 # ------------------------------------------------------------------------ reference scores

@@ -90,6 +90,35 @@ def test_a_bad_sentence_splitter_is_rejected():
         load_ner_pipeline("en_core_web_sm", "sentencizer")
 
 
+def test_corenlp_sentences_need_no_model_component_and_keep_quotes_whole():
+    from transforms.record.annotate.spacy_ner import required_pipes
+
+    assert required_pipes("corenlp") == [] and required_pipes("senter") == ["senter"]
+    nlp = load_ner_pipeline("en_core_web_sm", "corenlp")
+    assert "senter" not in nlp.pipe_names and "parser" not in nlp.pipe_names
+    quoted = '"We must wait ... the town needs a rest!" said Mayor Anna Berg in Oslo on Monday.'
+    article = Article(id="a3", paragraphs=("Lead about Paris.", quoted + " Then she left for Rome."),
+                      highlights=("h",))
+    corenlp = SpacyAnnotator(sentences="corenlp", labels=["PERSON", "GPE"])
+    [result] = corenlp.annotate([make_split(article, 1, 100)])
+    assert [s.text for s in result.sentences] == [quoted, "Then she left for Rome."]
+    assert {e.text for e in result.sentences[0].entities} >= {"Anna Berg", "Oslo"}
+
+
+def test_ner_rules_apply_after_the_model_and_unknown_ones_are_refused():
+    article = Article(id="a4", paragraphs=("Ms Anna Berg met Mr Olav Lund in Oslo on Monday.", "rest"),
+                      highlights=("h",))
+    plain = SpacyAnnotator(labels=["PERSON", "GPE"])
+    ruled = SpacyAnnotator(labels=["PERSON", "GPE"], ner_rules=["honorifics"])
+    split = make_split(article, 1, 100)
+    [before], [after] = plain.annotate([split]), ruled.annotate([split])
+    texts = {e.text for e in after.passage_entities}
+    assert "Anna Berg" in texts and not any(t.startswith(("Ms ", "Mr ")) for t in texts)
+    assert len(after.passage_entities) == len(before.passage_entities)
+    with pytest.raises(ValueError, match="unknown NER rule"):
+        SpacyAnnotator(ner_rules=["no_such_rule"])
+
+
 class _FailsOnBoom:
     """A test annotator: raises on any article whose id contains "boom"."""
 

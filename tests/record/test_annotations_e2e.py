@@ -62,6 +62,9 @@ def test_annotate_writes_one_row_per_article_and_balances(annotations):
     table = read_table(str(annotations), "annotations").to_pylist()
     assert len(table) == 14          # near duplicates and short articles too: generate decides
     assert {r["annotator"] for r in table} == {"spacy"} and len({r["settings_hash"] for r in table}) == 1
+    # Each row carries the article's MinHash signature (the spec's 128 permutations, 5-word shingles).
+    assert all(len(r["minhash"]) == 128 and r["minhash_key"].startswith("shingles=5 perm=128 ")
+               for r in table)
     assert (annotations / "csdata-run.json").is_file()
 
 

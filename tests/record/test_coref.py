@@ -269,6 +269,18 @@ def test_geographic_feature_words_may_drop() -> None:
     got = chains(("Mount Everest", "LOC"), ("Everest", "LOC"),
                  ("Pacific Ocean", "LOC"), ("Pacific", "LOC"))
     assert got == [0, 0, 1, 1]
+    # "Gap", "Beach", "Hill": feature words too (a Norfolk beach "Horsey Gap" ... "Horsey").
+    got = chains(("Horsey Gap", "GPE"), ("Horsey", "GPE"), ("Bondi Beach", "LOC"), ("Bondi", "GPE"),
+                 ("Kansas City", "GPE"), ("Kansas", "GPE"))
+    assert got == [0, 0, 1, 1, 2, 3]
+
+
+def test_a_group_noun_and_its_adjective_link() -> None:
+    got = chains(("Democrats", "NORP"), ("Democratic", "NORP"), ("Republican", "NORP"),
+                 ("Republicans", "NORP"), ("Arabic", "NORP"), ("Arabs", "NORP"), ("Democrat", "NORP"))
+    assert got == [0, 0, 1, 1, 2, 2, 0]
+    # Only NORP mentions: an ORG named "Democratic" stays apart from NORP "Democrats".
+    assert chains(("Democrats", "NORP"), ("Democratic", "ORG")) == [0, 1]
 
 
 # --- registry and speed --------------------------------------------------------------------

@@ -40,7 +40,8 @@ def test_each_sentence_filter_rejects_with_its_reason():
     cases = [
         sentence(1, "Quill left early .", ("Quill", 1)),
         sentence(2, "Will Quill really approve the budget before the winter holidays ?", ("Quill", 1)),
-        sentence(3, "Reporters said Quill wants to discuss the plan again this evening .", ("Quill", 1)),
+        sentence(3, "Reporters said Quill will discuss the plan for Harbor Park again tonight .",
+                 ("Quill", 1)),
         sentence(4, "Nobody expected the budget vote to be delayed by another week ."),
         sentence(5, "Later that week Quill and Bo Vance told reporters nothing new .",
                  ("Quill", 1), ("Bo Vance", 9)),

@@ -1,4 +1,6 @@
 """Every filter keeps what it should and names its reason for what it rejects."""
+import pytest
+
 from filters import KEEP
 from filters import record as passage
 from filters import record as sentence
@@ -31,10 +33,28 @@ def test_sentence_min_tokens():
 
 
 def test_sentence_not_question():
-    assert sentence.not_question("He asked where Paris was.") is KEEP
-    assert sentence.not_question("Where is Paris?") == "question"
-    assert sentence.not_question("'Where is Paris?' ") == "question"
-    assert sentence.not_question("He said: “Why not?”") == "question"
+    # The default spec rule, `final`: only a sentence whose last character is "?".
+    assert sentence.not_question("Where is Paris?", "final") == "question"
+    assert sentence.not_question("Where is Paris? ", "final") == "question"
+    assert sentence.not_question("He said: “Why not?”", "final") is KEEP
+    assert sentence.not_question('"Why not?" he asked, and left.', "final") is KEEP
+    # `final_quoted`: closing quotes and brackets after the "?" aside.
+    assert sentence.not_question("He asked where Paris was.", "final_quoted") is KEEP
+    assert sentence.not_question("Where is Paris?", "final_quoted") == "question"
+    assert sentence.not_question("'Where is Paris?' ", "final_quoted") == "question"
+    assert sentence.not_question("He said: “Why not?”", "final_quoted") == "question"
+    assert sentence.not_question('"Why not?" he asked, and left.', "final_quoted") is KEEP
+    # `any`: a "?" anywhere.
+    assert sentence.not_question('"Why not?" he asked, and left.', "any") == "question"
+    assert sentence.not_question("He asked where Paris was.", "any") is KEEP
+    with pytest.raises(ValueError, match="question rule"):
+        sentence.not_question("Why?", "sometimes")
+
+
+def test_the_spec_default_question_rule_is_final():
+    from data_specs import load_spec
+
+    assert load_spec("record").query.question_rule == "final"
 
 
 def test_word_ngrams_skip_punctuation():
@@ -49,6 +69,20 @@ def test_sentence_no_shared_ngram():
     assert sentence.no_shared_ngram("Mayor Quimby of Springfield came too.", passage_grams, 3) is KEEP
     # Shared punctuated trigrams (", followed by") do not count; word trigrams do.
     assert sentence.no_shared_ngram("It rained, followed by snow in Ohio.", passage_grams, 3) is KEEP
+
+
+def test_sentence_no_shared_ngram_of_content_words():
+    stop = frozenset({"the", "of", "a", "her", "by", "same"})
+    passage = "Doctors said it was the same virus, and she told friends of her pregnancy."
+    content = word_ngrams(passage, 3, stopwords=stop)
+    # "the same virus" / "of her pregnancy" are shared word trigrams, but not of content words.
+    for text in ("Hospitals now test whether it is the same virus in Ohio.",
+                 "She was scared to tell others of her pregnancy at first."):
+        assert sentence.no_shared_ngram(text, word_ngrams(passage, 3), 3) == "shares_ngram"
+        assert sentence.no_shared_ngram(text, content, 3, stopwords=stop) is KEEP
+    # Content-word trigrams still count across the stop words between them.
+    assert sentence.no_shared_ngram("Doctors said it was a bad week.", content, 3, stopwords=stop) \
+        == "shares_ngram"
 
 
 def test_sentence_min_entities():

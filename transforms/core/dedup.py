@@ -7,13 +7,13 @@ band bucket, so no worker ever holds the corpus.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
 
 from transforms.core.accounting import Reject
-from transforms.core.stages import Stage
+from transforms.core.stages import Stage, split_sides
 
 DEDUP_NEAR = "dedup_near"
 
@@ -44,6 +44,15 @@ class MinHasher:
         minhash = self._template.copy()
         minhash.update_batch(sorted(grams))
         return minhash.hashvalues
+
+    def from_values(self, values: Sequence[int]) -> np.ndarray:
+        """A signature stored as plain integers, in the dtype `signature` gives (the band keys
+        hash its bytes)."""
+        from datasketch import MinHash
+
+        if self._template is None:
+            self._template = MinHash(num_perm=self.num_perm, seed=self.seed)
+        return np.asarray(values, dtype=self._template.hashvalues.dtype)
 
     def band_keys(self, signature: np.ndarray) -> list[str]:
         keys = []
@@ -89,13 +98,52 @@ class SignFn(beam.DoFn):
         for band_key in self._hasher.band_keys(signature):
             yield band_key, (self._key(element), signature, self._payload(element))
 
-def _mark_or_keep(grouped: tuple[str, dict[str, list]], stage: str) -> Iterator[Any]:
-    record_id, groups = grouped
-    for element in groups["elements"]:
-        if groups["similar_to"]:
-            yield Reject(stage, "near_duplicate", record_id, f"similar to {min(groups['similar_to'])}")
+ELEMENT, SIMILAR_TO, SIGNATURE = 0, 1, 2     # which side of a join a keyed value comes from
+KEYED = "keyed"
+
+
+class SignWithStoredFn(beam.DoFn):
+    """Like `SignFn`, on an id's element joined with signatures made earlier (`(SIGNATURE,
+    (content key, signature values))` values): a signature whose content key is the element's
+    is used, otherwise the signature is computed. Also emits `(id, (ELEMENT, element))` on the
+    KEYED output, for the join with the verdicts."""
+
+    def __init__(self, hasher: MinHasher, shingles: Callable[[Any], set[bytes]],
+                 key: Callable[[Any], str], payload: Callable[[Any], Any],
+                 content_key: Callable[[Any], str]):
+        self._hasher, self._shingles, self._key, self._payload = hasher, shingles, key, payload
+        self._content_key = content_key
+
+    def process(self, grouped: tuple[str, Iterable[tuple[int, Any]]]) -> Iterator[Any]:
+        record_id, values = grouped
+        elements, made = split_sides(values, ELEMENT)
+        stored: dict[str, Sequence[int]] = dict(made)   # content key -> signature values
+        for element in elements:
+            yield beam.pvalue.TaggedOutput(KEYED, (record_id, (ELEMENT, element)))
+            values_made = stored.get(self._content_key(element))
+            if values_made:
+                signature: Optional[np.ndarray] = self._hasher.from_values(values_made)
+            else:
+                signature = self._hasher.signature(self._shingles(element))
+            if signature is None:
+                continue
+            for band_key in self._hasher.band_keys(signature):
+                yield band_key, (record_id, signature, self._payload(element))
+
+
+def _mark_or_keep(grouped: tuple[str, Iterable[tuple[int, Any]]], stage: str) -> Iterator[Any]:
+    record_id, values = grouped
+    elements, similar_to = split_sides(values, ELEMENT)
+    for element in elements:
+        if similar_to:
+            yield Reject(stage, "near_duplicate", record_id, f"similar to {min(similar_to)}")
         else:
             yield element
+
+
+def _element_count(grouped: tuple[str, Iterable[tuple[int, Any]]]) -> int:
+    return sum(1 for side, _ in grouped[1] if side == ELEMENT)
+
 
 class DropNearDuplicates(beam.PTransform):
     """MinHash LSH near-duplicate removal keeping the smallest id of each similar pair.
@@ -103,30 +151,48 @@ class DropNearDuplicates(beam.PTransform):
     `shingles(element)` gives the element's shingle set and `key(element)` its id; `confirm`
     (on `payload(element)`s) can veto a pair the estimate calls similar. Returns
     `(kept, rejects, tallies)` of stage `stage`.
+
+    `signatures`, `(id, (SIGNATURE, (content key, signature values)))` pairs made earlier with the same
+    threshold, permutations and seed (stored annotations), are used for the elements whose
+    `content_key(element)` they carry, instead of hashing their shingles again.
     """
 
     def __init__(self, threshold: float, num_perm: int, seed: int,
                  shingles: Callable[[Any], set[bytes]], key: Callable[[Any], str],
                  stage: str = DEDUP_NEAR, max_bucket: int = 2000,
                  payload: Callable[[Any], Any] = lambda _: None,
-                 confirm: Optional[Callable[[Any, Any], bool]] = None):
+                 confirm: Optional[Callable[[Any, Any], bool]] = None,
+                 signatures: Optional[beam.PCollection] = None,
+                 content_key: Optional[Callable[[Any], str]] = None):
         super().__init__()
+        if signatures is not None and content_key is None:
+            raise ValueError("stored signatures need content_key")
         self._hasher = MinHasher(threshold, num_perm, seed)
         self._shingles, self._key, self._payload, self._confirm = shingles, key, payload, confirm
         self._stage, self._max_bucket = stage, max_bucket
+        self._signatures, self._content_key = signatures, content_key
 
     def expand(self, elements):
         threshold, max_bucket, confirm = self._hasher.threshold, self._max_bucket, self._confirm
         key, stage = self._key, self._stage
+        content_key = self._content_key
+        if self._signatures is None or content_key is None:
+            bands = elements | "SignAndBand" >> beam.ParDo(SignFn(self._hasher, self._shingles, key, self._payload))
+            keyed = elements | "KeyById" >> beam.Map(lambda e: (key(e), (ELEMENT, e)))
+        else:
+            signed = ((elements | "KeyById" >> beam.Map(lambda e: (key(e), (ELEMENT, e))), self._signatures)
+                      | "FlattenSignatures" >> beam.Flatten() | "JoinSignatures" >> beam.GroupByKey()
+                      | "SignAndBand" >> beam.ParDo(SignWithStoredFn(
+                          self._hasher, self._shingles, key, self._payload, content_key))
+                      .with_outputs(KEYED, main="bands"))
+            bands, keyed = signed.bands, signed[KEYED]
         similar = (
-            elements
-            | "SignAndBand" >> beam.ParDo(SignFn(self._hasher, self._shingles, key, self._payload))
+            bands
             | "GroupByBand" >> beam.GroupByKey()
             | "CompareInBucket" >> beam.FlatMap(
-                lambda kv: near_duplicates_in_bucket(list(kv[1]), threshold, max_bucket, confirm))
+                lambda kv: ((dropped, (SIMILAR_TO, kept)) for dropped, kept in
+                            near_duplicates_in_bucket(list(kv[1]), threshold, max_bucket, confirm)))
         )
-        grouped = ({"elements": elements | "KeyById" >> beam.Map(lambda e: (key(e), e)),
-                    "similar_to": similar}
-                   | "JoinMarks" >> beam.CoGroupByKey())
-        return grouped | "Decide" >> Stage(stage, lambda g: _mark_or_keep(g, stage),
-                                           units=lambda g: len(g[1]["elements"]))
+        # A plain GroupByKey over both sides: what CoGroupByKey does, without its tagging steps.
+        grouped = (keyed, similar) | "FlattenMarks" >> beam.Flatten() | "JoinMarks" >> beam.GroupByKey()
+        return grouped | "Decide" >> Stage(stage, lambda g: _mark_or_keep(g, stage), units=_element_count)

@@ -42,7 +42,8 @@ class ReadRawRecords(beam.PTransform):
     def expand(self, pbegin):
         return (
             pbegin
-            | "Patterns" >> beam.Create(self._patterns)
+            # No reshuffle of the few patterns: the records are rebalanced below anyway.
+            | "Patterns" >> beam.Create(self._patterns, reshuffle=False)
             | "MatchFiles" >> fileio.MatchAll()
             | "ReadMatches" >> fileio.ReadMatches()
             | "SplitFiles" >> beam.FlatMap(read_file, self._splitter)

@@ -20,9 +20,11 @@ PathLike = Union[str, Path]
 SHARD = "part-00000-of-00001.parquet"
 
 
-def write_rows(rows: Sequence[Mapping[str, Any]], dataset: str, table: str, folder: Path) -> None:
+def write_rows(rows: Sequence[Mapping[str, Any]], dataset: str, table: str, folder: Path,
+               file_metadata: Optional[Mapping[str, str]] = None) -> None:
     """Plain-Python output of small steps: replace `folder`'s shards with one shard of `rows`
-    (written even when empty), fields projected onto table `table` of `{dataset}_schema.yaml`."""
+    (written even when empty), fields projected onto table `table` of `{dataset}_schema.yaml`;
+    `file_metadata` (`transforms.core.provenance.file_metadata`) is the file's key-value metadata."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -30,6 +32,8 @@ def write_rows(rows: Sequence[Mapping[str, Any]], dataset: str, table: str, fold
     for old in folder.glob("*.parquet"):
         old.unlink()
     schema = load_schema(dataset, table)
+    if file_metadata:
+        schema = schema.with_metadata(dict(file_metadata))
     pq.write_table(pa.Table.from_pylist([{f: r.get(f) for f in schema.names} for r in rows],
                                         schema=schema), folder / SHARD)
 

@@ -185,14 +185,18 @@ class WriteTable(beam.PTransform):
 
     `num_shards` 0 lets the runner decide (one shard per bundle that had rows, at least one);
     N > 0 spreads the rows over exactly N shards. Returns the PCollection of the shard paths.
+    `file_metadata` (`transforms.core.provenance.file_metadata`: csdata version, spec and input
+    hashes, run date) becomes every shard's Parquet key-value metadata.
     """
 
     def __init__(self, output: str, table: str, num_shards: int = 0, schema: Optional[str] = None,
-                 dataset: str = "record"):
+                 dataset: str = "record", file_metadata: Optional[Mapping[str, str]] = None):
         super().__init__()
         self._folder = f"{output.rstrip('/')}/{table}"
         self._num_shards = num_shards
         self._schema = table_schema(dataset, schema or table)
+        if file_metadata:
+            self._schema = self._schema.with_metadata(dict(file_metadata))
 
     def expand(self, rows):
         schema, num_shards = self._schema, self._num_shards

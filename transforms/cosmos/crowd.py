@@ -19,6 +19,11 @@ answerable_without_paragraph` (yes/no, true/false or 1/0), optional `assignment_
 answers as written, then incorrect ones). Each worker's first row per set counts; the first
 `hits.validators` workers of a set are used.
 
+**Platforms** (`transforms.cosmos.hits_pages`): both tasks also as an MTurk page + batch CSV
+or a Label Studio config + tasks (`--format mturk | label-studio`); the validation task is
+exported from the written sets (`export_validation_hits`). Their results files are read in
+place of the two CSVs above, in submission order.
+
 `import_results` reads both files: a set is **valid** when it has `hits.validators` judgements,
 every one judged the paragraph sensible and the question sensible and related, and at least
 `hits.min_intended` workers chose a correct answer (`filters.cosmos.validation`). The valid sets
@@ -27,16 +32,24 @@ go on to §2.4 (`transforms.cosmos.nota`).
 from __future__ import annotations
 
 import csv
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from data_specs.models import CosmosHitsSection
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import stage_entry
 from transforms.core.errors import UserError
 from transforms.core.io import read_table
+from transforms.core.platforms import (
+    FORMATS,
+    OWN_CSV,
+    detect_results_format,
+    fill_template,
+)
+from transforms.cosmos import hits_pages
 
 PathLike = Union[str, Path]
 QUESTION_STAGE = "question_sets"
@@ -44,6 +57,7 @@ VALIDATION_STAGE = "validation"
 HIT_COLUMNS = ("paragraph_id", "blog_id", "paragraph", "instructions")
 QUESTION_COLUMNS = ("assignment_id", "worker_id", "paragraph_id", "question_number", "question",
                     "correct_1", "correct_2", "incorrect_1", "incorrect_2", "incorrect_3")
+VALIDATION_HIT_COLUMNS = ("set_id", "paragraph_id", "paragraph", "question", "options")
 VALIDATION_COLUMNS = ("set_id", "worker_id", "paragraph_sensible", "question_sensible",
                       "chosen_answer", "needs_commonsense", "answerable_without_paragraph")
 _YES = {"yes", "y", "true", "1"}
@@ -61,10 +75,29 @@ def instructions(hits: CosmosHitsSection) -> str:
             f"correct ones.")
 
 
-def export_question_hits(run_dir: PathLike, out_csv: PathLike, hits: CosmosHitsSection) -> int:
-    """Write the question-writing task CSV (one row per paragraph, paragraph_id order)."""
-    rows = sorted(read_table(run_dir, "paragraphs", ["paragraph_id", "blog_id", "text"]).to_pylist(),
+def _paragraphs(run_dir: PathLike) -> list[dict[str, Any]]:
+    return sorted(read_table(run_dir, "paragraphs", ["paragraph_id", "blog_id", "text"]).to_pylist(),
                   key=lambda r: r["paragraph_id"])
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise UserError(f"unknown HIT format {fmt!r}: choose one of {', '.join(FORMATS)}")
+
+
+def export_question_hits(run_dir: PathLike, out_csv: PathLike, hits: CosmosHitsSection, fmt: str = OWN_CSV) -> int:
+    """Write the question-writing task (one HIT per paragraph, paragraph_id order); return HITs.
+
+    `csv`: one CSV file (`HIT_COLUMNS`); `mturk`: `template.html` + `batch.csv` under the
+    directory `out_csv`; `label-studio`: `config.xml` + `tasks.json` there.
+    """
+    _check_format(fmt)
+    rows = _paragraphs(run_dir)
+    if fmt != OWN_CSV:
+        mturk_rows, ls_rows = hits_pages.writing_rows(rows)
+        hits_pages.write_export(out_csv, fmt, hits_pages.writing_template(hits), hits_pages.writing_config(hits),
+                                list(mturk_rows.values()), list(ls_rows.values()))
+        return len(rows)
     text = instructions(hits)
     out = Path(out_csv)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -74,6 +107,52 @@ def export_question_hits(run_dir: PathLike, out_csv: PathLike, hits: CosmosHitsS
         for r in rows:
             writer.writerow([r["paragraph_id"], r["blog_id"], r["text"], text])
     return len(rows)
+
+
+def export_validation_hits(run_dir: PathLike, questions: PathLike, out: PathLike, hits: CosmosHitsSection,
+                           seed: int, fmt: str = OWN_CSV, questions_format: str = "auto") -> int:
+    """Write the validation task (§2.3) for every well-formed written set; return HITs.
+
+    `questions` is the writing task's results (own CSV, MTurk or Label Studio). `csv` writes one
+    file with `VALIDATION_HIT_COLUMNS` (options in the page's seeded order, no labels); `mturk`
+    and `label-studio` the page or config and the batch under the directory `out`.
+    """
+    _check_format(fmt)
+    paragraphs = {p["paragraph_id"]: p for p in _paragraphs(run_dir)}
+    sets, _, _ = read_question_sets(questions, paragraphs, hits, questions_format)
+    mturk_rows, ls_rows = hits_pages.validation_rows(sets, paragraphs, seed)
+    if fmt != OWN_CSV:
+        hits_pages.write_export(out, fmt, hits_pages.validation_template(), hits_pages.validation_config(),
+                                list(mturk_rows.values()), list(ls_rows.values()))
+        return len(sets)
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(VALIDATION_HIT_COLUMNS)
+        for qset in sets:
+            options = hits_pages.shuffled_options(qset.set_id, qset.options, seed)
+            writer.writerow([qset.set_id, qset.paragraph_id, paragraphs[qset.paragraph_id]["text"], qset.question,
+                             json.dumps(options, ensure_ascii=False)])
+    return len(sets)
+
+
+def preview_page(run_dir: PathLike, hits: CosmosHitsSection, seed: int, questions: Optional[PathLike] = None,
+                 item: Optional[str] = None) -> str:
+    """The MTurk writing page filled with a paragraph, or (with `questions`) the validation page
+    filled with a written set; the first in export order unless `item` names one."""
+    paragraphs = {p["paragraph_id"]: p for p in _paragraphs(run_dir)}
+    if questions is None:
+        rows, _ = hits_pages.writing_rows(paragraphs.values())
+        page = hits_pages.writing_template(hits)
+    else:
+        sets, _, _ = read_question_sets(questions, paragraphs, hits)
+        rows, _ = hits_pages.validation_rows(sets, paragraphs, seed)
+        page = hits_pages.validation_template()
+    chosen = [row for key, row in rows.items() if item is None or key == item]
+    if not chosen:
+        raise UserError(f"{run_dir}: nothing to preview" + (f" named {item!r}" if item else ""))
+    return fill_template(page, chosen[0])
 
 
 # --------------------------------------------------------------------------- reading results
@@ -147,9 +226,26 @@ def rejection(stage: str, reason: str, record_id: str, detail: str = "") -> dict
 
 
 def read_question_sets(path: PathLike, paragraphs: Mapping[str, Mapping[str, Any]],
-                       hits: CosmosHitsSection) -> tuple[list[QuestionSet], list[dict], int]:
-    """Well-formed sets, rejects (stage question_sets) and the number of question rows read."""
-    rows = _read_csv(path, QUESTION_COLUMNS)
+                       hits: CosmosHitsSection, fmt: str = "auto") -> tuple[list[QuestionSet], list[dict], int]:
+    """Well-formed sets, rejects (stage question_sets) and the number of question rows read.
+
+    `path` is QUESTIONS.csv, an MTurk results CSV or a Label Studio export of the writing task
+    (`fmt` csv, mturk, label-studio or auto); platform results must come from this run's export.
+    """
+    fmt = detect_results_format(path) if fmt == "auto" else fmt
+    if fmt == OWN_CSV:
+        rows = _read_csv(path, QUESTION_COLUMNS)
+    else:
+        mturk_rows, ls_rows = hits_pages.writing_rows(paragraphs.values())
+        assignments = hits_pages.read_assignments(path, fmt, "paragraph_id", ["q1_question"], mturk_rows,
+                                                  ls_rows, compare=("paragraph",))
+        rows = hits_pages.question_rows(assignments, hits)
+    return question_sets_from_rows(rows, paragraphs, hits)
+
+
+def question_sets_from_rows(rows: Sequence[Mapping[str, str]], paragraphs: Mapping[str, Mapping[str, Any]],
+                            hits: CosmosHitsSection) -> tuple[list[QuestionSet], list[dict], int]:
+    """`read_question_sets` on rows of the question-sets layout."""
     sets: list[QuestionSet] = []
     rejects: list[dict] = []
     seen: set[str] = set()
@@ -180,11 +276,35 @@ def read_question_sets(path: PathLike, paragraphs: Mapping[str, Mapping[str, Any
     return sets, rejects, len(rows)
 
 
-def attach_judgements(sets: Sequence[QuestionSet], path: PathLike, hits: CosmosHitsSection) -> dict[str, int]:
-    """Add each worker's first judgement of a set (at most hits.validators); returns row counts."""
+def attach_judgements(sets: Sequence[QuestionSet], path: PathLike, hits: CosmosHitsSection,
+                      fmt: str = "auto", paragraphs: Optional[Mapping[str, Mapping[str, Any]]] = None,
+                      seed: int = 0) -> dict[str, int]:
+    """Add each worker's first judgement of a set (at most hits.validators); returns row counts.
+
+    `path` is VALIDATIONS.csv, or an MTurk results CSV / Label Studio export of the validation
+    task exported for these sets (with `paragraphs` and the spec's `seed`), in submission order.
+    """
+    fmt = detect_results_format(path) if fmt == "auto" else fmt
+    rows: Sequence[Mapping[str, str]]
+    if fmt == OWN_CSV:
+        rows = _read_csv(path, VALIDATION_COLUMNS)
+    else:
+        if paragraphs is None:
+            raise ValueError("platform validation results need the run's paragraphs")
+        mturk_rows, ls_rows = hits_pages.validation_rows(sets, paragraphs, seed)
+        assignments = hits_pages.read_assignments(
+            path, fmt, "set_id", [name for name in VALIDATION_COLUMNS if name not in ("set_id", "worker_id")],
+            mturk_rows, ls_rows, compare=("question", "paragraph"))
+        rows = hits_pages.judgement_rows(assignments)
+    return judgements_from_rows(sets, rows, hits)
+
+
+def judgements_from_rows(sets: Sequence[QuestionSet], rows: Iterable[Mapping[str, str]],
+                         hits: CosmosHitsSection) -> dict[str, int]:
+    """`attach_judgements` on rows of the validations layout."""
     by_id = {s.set_id: s for s in sets}
     counts: Counter[str] = Counter()
-    for row in _read_csv(path, VALIDATION_COLUMNS):
+    for row in rows:
         counts["read"] += 1
         qset = by_id.get(row["set_id"])
         if qset is None:
@@ -242,11 +362,15 @@ class CrowdResults:
 
 
 def import_results(run_dir: PathLike, questions_csv: PathLike, validations_csv: PathLike,
-                   hits: CosmosHitsSection) -> CrowdResults:
-    """Read the written sets and their validations for the paragraphs of `run_dir`; validate."""
+                   hits: CosmosHitsSection, fmt: str = "auto", seed: int = 0) -> CrowdResults:
+    """Read the written sets and their validations for the paragraphs of `run_dir`; validate.
+
+    Both files may be the own CSVs or platform results (`fmt` applies to both; `auto` tells
+    each apart); `seed` is the spec's, which ordered the validation page's options.
+    """
     paragraphs = {p["paragraph_id"]: p for p in read_table(run_dir, "paragraphs").to_pylist()}
-    sets, rejects, n_rows = read_question_sets(questions_csv, paragraphs, hits)
-    judgement_counts = attach_judgements(sets, validations_csv, hits)
+    sets, rejects, n_rows = read_question_sets(questions_csv, paragraphs, hits, fmt)
+    judgement_counts = attach_judgements(sets, validations_csv, hits, fmt, paragraphs, seed)
     valid = []
     for qset in sets:
         reason = validate(qset, hits)

@@ -42,3 +42,29 @@ def export_release(qa_dir: PathLike, out_dir: PathLike) -> dict[str, int]:
             writer(rows, handle)
         counts[name] = len(rows)
     return counts
+
+
+# ---- `csdata cosmos release`: the Hugging Face layout ----------------------------------------
+CITATION = """@inproceedings{huang2019cosmos,
+  title     = {Cosmos {QA}: Machine Reading Comprehension with Contextual Commonsense Reasoning},
+  author    = {Huang, Lifu and Le Bras, Ronan and Bhagavatula, Chandra and Choi, Yejin},
+  booktitle = {Proceedings of the 2019 Conference on Empirical Methods in Natural Language Processing
+               and the 9th International Joint Conference on Natural Language Processing (EMNLP-IJCNLP)},
+  pages     = {2391--2401},
+  year      = {2019}
+}"""
+# A run's split -> the Hub's split name; test labels stay hidden as in the release (label -1).
+HF_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
+HIDDEN_LABEL = -1
+
+
+def release_rows(qa_dir: PathLike) -> dict[str, list[dict[str, Any]]]:
+    """The release columns per Hub split (train, validation, test), rows in id order; the test
+    split's label is -1, as the published test file has none."""
+    found = {}
+    for split, name in HF_SPLITS.items():
+        rows = sorted(read_table(qa_dir, split, list(RELEASE_COLUMNS)).to_pylist(), key=lambda r: r["id"])
+        if split == "test":
+            rows = [{**r, "label": HIDDEN_LABEL} for r in rows]
+        found[name] = rows
+    return found

@@ -58,44 +58,56 @@ def _row(label: str, ours: str, paper: Any) -> str:
     return f"{label:<34}{ours:>16}  {'-' if paper is None else paper!s:>14}"
 
 
+Row = tuple[str, str, Any]      # (statistic, this run, paper or None)
+
+
+def qa_rows(s: dict[str, Any], paper: CosmosPaperTable1, nota: NotaSection) -> list[Row]:
+    """Table 1 rows of a `hits import` run from its `qa_stats`, as `format_stats` prints them."""
+    rows: list[Row] = [
+        ("questions (paragraphs)", f"{s['questions']} ({s['paragraphs']})",
+         f"{paper.questions} ({paper.paragraphs})"),
+        ("  train", f"{s['train_questions']} ({s['train_paragraphs']})", paper.train_questions),
+        ("  dev", f"{s['dev_questions']} ({s['dev_paragraphs']})", paper.dev_questions),
+        ("  test", f"{s['test_questions']} ({s['test_paragraphs']})", paper.test_questions),
+    ]
+    for key, label, ref, ref_max in (
+            ("paragraph", "paragraph", paper.tokens_per_paragraph, paper.max_tokens_per_paragraph),
+            ("question", "question", paper.tokens_per_question, paper.max_tokens_per_question),
+            ("correct", "correct answer", paper.tokens_per_correct_answer,
+             paper.max_tokens_per_correct_answer),
+            ("incorrect", "incorrect answer", paper.tokens_per_incorrect_answer,
+             paper.max_tokens_per_incorrect_answer)):
+        mean, top, _ = s[key]
+        rows.append((f"tokens/{label} (mean/max)", f"{mean:.1f}/{top}", f"{ref}/{ref_max}"))
+    rows.append(("unanswerable questions %", f"{s['unanswerable_percent']:.1f}", paper.unanswerable_percent))
+    rows.append(("valid sets with NOTA distractor %", f"{s['nota_distractor_percent']:.1f}",
+                 f"~{100 * nota.false_negative_rate:.0f} of answerable"))
+    rows.append(("questions with NOTA anywhere %", f"{s['nota_anywhere_percent']:.1f}", None))
+    return rows
+
+
+def paragraph_rows(s: dict[str, Any], paper: CosmosPaperTable1) -> list[Row]:
+    """Table 1 rows of a stage 1 run from its `paragraph_stats`, as `format_stats` prints them."""
+    mean_w, max_w, min_w = s["words"]
+    mean_t, max_t, min_t = s["tokens"]
+    return [
+        ("paragraphs (blogs)", f"{s['paragraphs']} ({s['blogs']})", paper.paragraphs),
+        ("words/paragraph (mean/max/min)", f"{mean_w:.1f}/{max_w}/{min_w}", "30-150 words"),
+        ("tokens/paragraph (mean/max)", f"{mean_t:.1f}/{max_t}",
+         f"{paper.tokens_per_paragraph}/{paper.max_tokens_per_paragraph}"),
+    ]
+
+
 def format_stats(path: Path, paper: CosmosPaperTable1, nota: NotaSection) -> str:
     """A run's figures beside the paper's Table 1: QA figures for a `hits import` run, paragraph
     figures (and the per-stage summary) for a `paragraphs` run."""
     lines = [f"Cosmos QA run {path}", _row("statistic", "this run", "paper"), "-" * 66]
     if (path / "train").is_dir():
-        s = qa_stats(path, nota.text)
-        lines += [
-            _row("questions (paragraphs)", f"{s['questions']} ({s['paragraphs']})",
-                 f"{paper.questions} ({paper.paragraphs})"),
-            _row("  train", f"{s['train_questions']} ({s['train_paragraphs']})", paper.train_questions),
-            _row("  dev", f"{s['dev_questions']} ({s['dev_paragraphs']})", paper.dev_questions),
-            _row("  test", f"{s['test_questions']} ({s['test_paragraphs']})", paper.test_questions),
-        ]
-        for key, label, ref, ref_max in (
-                ("paragraph", "paragraph", paper.tokens_per_paragraph, paper.max_tokens_per_paragraph),
-                ("question", "question", paper.tokens_per_question, paper.max_tokens_per_question),
-                ("correct", "correct answer", paper.tokens_per_correct_answer,
-                 paper.max_tokens_per_correct_answer),
-                ("incorrect", "incorrect answer", paper.tokens_per_incorrect_answer,
-                 paper.max_tokens_per_incorrect_answer)):
-            mean, top, _ = s[key]
-            lines.append(_row(f"tokens/{label} (mean/max)", f"{mean:.1f}/{top}", f"{ref}/{ref_max}"))
-        lines.append(_row("unanswerable questions %", f"{s['unanswerable_percent']:.1f}",
-                          paper.unanswerable_percent))
-        lines.append(_row("valid sets with NOTA distractor %", f"{s['nota_distractor_percent']:.1f}",
-                          f"~{100 * nota.false_negative_rate:.0f} of answerable"))
-        lines.append(_row("questions with NOTA anywhere %", f"{s['nota_anywhere_percent']:.1f}", None))
+        lines += [_row(*row) for row in qa_rows(qa_stats(path, nota.text), paper, nota)]
         return "\n".join(lines) + "\n"
     s = paragraph_stats(path)
-    mean_w, max_w, min_w = s["words"]
-    mean_t, max_t, min_t = s["tokens"]
-    lines += [
-        _row("paragraphs (blogs)", f"{s['paragraphs']} ({s['blogs']})", paper.paragraphs),
-        _row("words/paragraph (mean/max/min)", f"{mean_w:.1f}/{max_w}/{min_w}", "30-150 words"),
-        _row("tokens/paragraph (mean/max)", f"{mean_t:.1f}/{max_t}",
-             f"{paper.tokens_per_paragraph}/{paper.max_tokens_per_paragraph}"),
-        "", "words per paragraph:",
-    ]
+    lines += [_row(*row) for row in paragraph_rows(s, paper)]
+    lines += ["", "words per paragraph:"]
     total = max(s["paragraphs"], 1)
     for label, n in s["histogram"]:
         lines.append(f"  {label:>8} {n:>6}  {'#' * round(40 * n / total)}")

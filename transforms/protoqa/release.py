@@ -123,3 +123,37 @@ def read_records(paths: Sequence[str]) -> list[dict]:
             if line.strip():
                 records.append(json.loads(line))
     return records
+
+
+# ---- the Hugging Face layout that `csdata protoqa release` writes too -----------------------
+CITATION = """@inproceedings{boratko2020protoqa,
+  title     = {{ProtoQA}: A Question Answering Dataset for Prototypical Common-Sense Reasoning},
+  author    = {Boratko, Michael and Li, Xiang and O'Gorman, Tim and Das, Rajarshi and Le, Dan and
+               McCallum, Andrew},
+  booktitle = {Proceedings of the 2020 Conference on Empirical Methods in Natural Language Processing (EMNLP)},
+  pages     = {1122--1136},
+  year      = {2020}
+}"""
+# The release's split -> the Hub's split name.
+HF_SPLITS = {"dev": "validation", "test": "test", "unsplit": "unsplit"}
+
+
+def hf_row(record: dict) -> dict:
+    """A protoqa-data record as a row of schema `release`: the objects keyed by answer string
+    (answers.raw) or cluster id (answers.clusters) become lists, in the record's order."""
+    answers = record["answers"]
+    return {
+        "metadata": {"id": record["metadata"]["id"], "source": record["metadata"].get("source", "")},
+        "question": {"original": record["question"].get("original", ""),
+                     "normalized": record["question"].get("normalized", "")},
+        "answers": {"raw": [{"answer": a, "count": c} for a, c in answers.get("raw", {}).items()],
+                    "clusters": [{"id": k, "count": v["count"], "answers": list(v["answers"])}
+                                 for k, v in answers.get("clusters", {}).items()]},
+        "num": {"answers": record["num"]["answers"], "clusters": record["num"]["clusters"]},
+    }
+
+
+def release_rows(splits: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """`split_records`' output as Hub splits of `hf_row` rows (an empty unsplit part left out)."""
+    return {HF_SPLITS[name]: [hf_row(r) for r in records] for name, records in splits.items()
+            if records or name != "unsplit"}

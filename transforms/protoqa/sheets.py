@@ -1,7 +1,7 @@
 """ProtoQA annotator round trip (`csdata protoqa sheets ...`): sheets, BLANC agreement and
 adjudication into protoqa-data records. Plain Python: the crowdsourced set is ~150 questions.
 
-Sheet formats (CSV, header row required):
+Sheet formats (CSV or .xlsx, header row required):
 
 * annotator sheet (`sheets export` writes one per annotator):
   `question_id, question, answer, count, fixed_spelling, proposed_cluster, annotator_cluster`
@@ -11,6 +11,10 @@ Sheet formats (CSV, header row required):
   `question, answer, fixed_spelling, <annotator A>, <annotator B>, Combined`; the question is
   given on the first row of each block only, one row per response, and a trailing row of
   spreadsheet formulas (no answer) is ignored.
+* `.xlsx` workbooks (`sheets export --format xlsx` writes one per annotator): one worksheet per
+  question, as the stub's `crowdsource_data_stub.xlsx`, each read like a CSV sheet; the
+  annotator sheet's `annotator_cluster` cells carry a drop-down (data validation list) of the
+  question's proposed clusters and the invalid labels, kept on the hidden `_clusters` sheet.
 
 Labels in `sheets.invalid_labels` (`?`, `invalid`) mean "no cluster": such answers stay in
 `raw` and out of every cluster, and are not mentions for BLANC.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
@@ -84,7 +89,7 @@ def write_csv(path: str, columns: Sequence[str], rows: Iterable[dict]) -> None:
 
 def read_sheet(text: str, question_ids: Optional[dict[str, str]] = None
                ) -> tuple[list[SheetQuestion], list[str]]:
-    """Questions of a sheet in any of the three formats, and the sheet's label columns.
+    """Questions of a CSV sheet in any of the three formats, and the sheet's label columns.
 
     Label columns: `annotator_cluster` (annotator sheet), `annotator_a, annotator_b,
     adjudicated` (adjudication sheet), or the stub's annotator columns and `Combined`.
@@ -92,9 +97,19 @@ def read_sheet(text: str, question_ids: Optional[dict[str, str]] = None
     """
     reader = csv.reader(io.StringIO(text))
     try:
-        header = [h.strip() for h in next(reader)]
+        header = next(reader)
     except StopIteration:
         raise SheetError("empty sheet") from None
+    questions: OrderedDict[str, SheetQuestion] = OrderedDict()
+    label_columns = _read_rows(header, reader, question_ids, questions)
+    return list(questions.values()), label_columns
+
+
+def _read_rows(header_cells: Sequence[str], rows: Iterable[Sequence[str]],
+               question_ids: Optional[dict[str, str]],
+               questions: OrderedDict[str, SheetQuestion]) -> list[str]:
+    """Add one table's rows (after its header) to `questions`; the table's label columns."""
+    header = [h.strip() for h in header_cells]
     lower = [h.lower() for h in header]
     if "answer" not in lower or "question" not in lower:
         raise SheetError(f"sheet header needs question and answer columns, got {header}")
@@ -103,10 +118,9 @@ def read_sheet(text: str, question_ids: Optional[dict[str, str]] = None
     known = {"question_id", "question", "answer", "count", "fixed_spelling", "fixed spelling",
              "proposed_cluster", "proposed cluster"}
     label_columns = [h for h, low in zip(header, lower) if low not in known and h]
-    questions: OrderedDict[str, SheetQuestion] = OrderedDict()
     current_question, current_id = "", ""
-    for row_cells in reader:
-        cells = row_cells + [""] * (len(header) - len(row_cells))
+    for row_cells in rows:
+        cells = list(row_cells) + [""] * (len(header) - len(row_cells))
 
         def get(name: str, cells: list[str] = cells) -> str:
             return cells[col[name]].strip() if name in col else ""
@@ -132,7 +146,140 @@ def read_sheet(text: str, question_ids: Optional[dict[str, str]] = None
         labels = {h: cells[header.index(h)].strip() for h in label_columns}
         entry = questions.setdefault(current_id, SheetQuestion(current_id, current_question))
         entry.rows.append(SheetRow(answer, count, fixed, labels))
+    return label_columns
+
+
+# ---- .xlsx workbooks -------------------------------------------------------------------------
+
+# The hidden worksheet holding each question's drop-down list (one column per question).
+CLUSTERS_SHEET = "_clusters"
+XLSX_PROMPT = "Pick a proposed cluster, type a new cluster name, or ? when the answer fits none."
+_TITLE_CHARS = re.compile(r"[\[\]:*?/\\]")
+
+
+def _sheet_titles(question_ids: Sequence[str]) -> list[str]:
+    """Worksheet titles: the question id without the characters Excel forbids, at most 31
+    characters, made unique with a `~n` suffix."""
+    titles: list[str] = []
+    used: set[str] = {CLUSTERS_SHEET.lower()}
+    for n, qid in enumerate(question_ids, start=1):
+        base = _TITLE_CHARS.sub("_", qid).strip("'")[:31] or str(n)
+        title, k = base, 1
+        while title.lower() in used:
+            k += 1
+            title = f"{base[:31 - len(str(k)) - 1]}~{k}"
+        used.add(title.lower())
+        titles.append(title)
+    return titles
+
+
+def write_xlsx(path: str, rows: Sequence[dict], invalid_labels: Sequence[str]) -> None:
+    """One annotator's workbook: a worksheet per question (as the evaluator's stub sheet),
+    columns `ANNOTATOR_COLUMNS`, and on each `annotator_cluster` cell a drop-down of the
+    question's proposed clusters and the invalid labels. A name not in the list is allowed after
+    a warning: proposals are suggestions, annotators make new clusters."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Alignment, Font
+    from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.datavalidation import DataValidation
+
+    by_question: OrderedDict[str, list[dict]] = OrderedDict()
+    for row in rows:
+        by_question.setdefault(str(row["question_id"]), []).append(row)
+    workbook = Workbook()
+    default = workbook.active
+    lists = workbook.create_sheet(CLUSTERS_SHEET)
+    lists.sheet_state = "hidden"
+    label_col = ANNOTATOR_COLUMNS.index("annotator_cluster") + 1
+    widths = {"question_id": 12, "question": 40, "answer": 24, "count": 7, "fixed_spelling": 24,
+              "proposed_cluster": 24, "annotator_cluster": 24}
+    for n, (title, (qid, q_rows)) in enumerate(zip(_sheet_titles(list(by_question)),
+                                                   by_question.items()), start=1):
+        sheet = workbook.create_sheet(title, index=n - 1)
+        sheet.append(ANNOTATOR_COLUMNS)
+        for cell in sheet[1]:
+            cell.font = Font(bold=True)
+        for row in q_rows:
+            sheet.append([str(row["question_id"]), str(row["question"]), str(row["answer"]),
+                          int(row["count"]), str(row["fixed_spelling"]),
+                          str(row["proposed_cluster"]), str(row["annotator_cluster"] or "")])
+        for i, name in enumerate(ANNOTATOR_COLUMNS, start=1):
+            sheet.column_dimensions[get_column_letter(i)].width = widths[name]
+        for cell in sheet["B"][1:]:
+            cell.alignment = Alignment(wrap_text=True, vertical="top")
+        sheet.freeze_panes = "A2"
+        choices = list(OrderedDict.fromkeys(
+            [str(r["proposed_cluster"]) for r in q_rows if str(r["proposed_cluster"])]
+            + list(invalid_labels)))
+        letter = get_column_letter(n)
+        lists.cell(row=1, column=n, value=qid)
+        for i, choice in enumerate(choices, start=2):
+            lists.cell(row=i, column=n, value=choice)
+        validation = DataValidation(
+            type="list", formula1=f"'{CLUSTERS_SHEET}'!${letter}$2:${letter}${len(choices) + 1}",
+            allow_blank=True, showDropDown=False, showErrorMessage=True, errorStyle="warning",
+            errorTitle="Not a proposed cluster",
+            error="Keep it as a new cluster name? (Yes keeps it.)",
+            showInputMessage=True, promptTitle="Cluster", prompt=XLSX_PROMPT)
+        column = get_column_letter(label_col)
+        validation.add(f"{column}2:{column}{len(q_rows) + 1}")
+        sheet.add_data_validation(validation)
+    workbook.remove(default)
+    if not by_question:
+        workbook.create_sheet("sheet", index=0).append(ANNOTATOR_COLUMNS)
+    workbook.save(path)
+
+
+def _cell_text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def read_xlsx(path: str, question_ids: Optional[dict[str, str]] = None
+              ) -> tuple[list[SheetQuestion], list[str]]:
+    """Questions and label columns of a workbook: every worksheet whose first row names question
+    and answer columns (the drop-down lists and other sheets are skipped), in workbook order;
+    each worksheet is read as a CSV sheet is (the stub's one-question-per-sheet layout too)."""
+    from openpyxl import load_workbook
+
+    try:
+        workbook = load_workbook(path, read_only=True, data_only=True)   # rows streamed
+    except Exception as error:       # zipfile / XML errors of a damaged or misnamed file
+        raise SheetError(f"{path}: not a readable .xlsx workbook ({error})") from None
+    questions: OrderedDict[str, SheetQuestion] = OrderedDict()
+    label_columns: list[str] = []
+    try:
+        for sheet in workbook.worksheets:
+            if sheet.title == CLUSTERS_SHEET:
+                continue
+            rows = ([_cell_text(v) for v in row] for row in sheet.iter_rows(values_only=True))
+            header = next(rows, None)
+            lower = {h.strip().lower() for h in header or []}
+            if header is None or not {"question", "answer"} <= lower:
+                continue
+            try:
+                columns = _read_rows(header, rows, question_ids, questions)
+            except SheetError as error:
+                raise SheetError(f"{path}, worksheet {sheet.title!r}: {error}") from None
+            label_columns += [c for c in columns if c not in label_columns]
+    finally:
+        workbook.close()
+    if not questions and not label_columns:
+        raise SheetError(f"{path}: no worksheet with question and answer columns")
     return list(questions.values()), label_columns
+
+
+def load_sheet(path: str, question_ids: Optional[dict[str, str]] = None
+               ) -> tuple[list[SheetQuestion], list[str]]:
+    """A sheet file: `.xlsx` workbooks by `read_xlsx`, anything else as CSV (`read_sheet`)."""
+    if path.lower().endswith(".xlsx"):
+        return read_xlsx(path, question_ids)
+    with open(path, encoding="utf-8-sig") as handle:   # spreadsheet exports write a BOM
+        text = handle.read()
+    return read_sheet(text, question_ids)
 
 
 def _is_invalid(label: str, invalid_labels: Sequence[str]) -> bool:
@@ -146,7 +293,7 @@ def clustering(question: SheetQuestion, column: str, invalid_labels: Sequence[st
     `strings`: each distinct raw answer is a mention (repeated rows merge); `responses`: each
     response (an answer's count) is a mention.
     """
-    result = {}
+    result: dict = {}
     seen: Counter = Counter()
     for row in question.rows:
         label = row.labels.get(column, "")
@@ -248,19 +395,29 @@ def merge_annotators(sheet_a: Sequence[SheetQuestion], column_a: str,
 
 def merge_sheets(texts: Sequence[str], columns: Optional[Sequence[str]] = None
                  ) -> tuple[list[SheetQuestion], tuple[str, str]]:
-    """Both annotators' labels (`merge_annotators`) from two sheets or one with two label columns.
+    """`merge_read_sheets` of CSV sheet texts."""
+    return merge_read_sheets([read_sheet(text) for text in texts], columns)
+
+
+def merge_read_sheets(sheets: Sequence[tuple[list[SheetQuestion], list[str]]],
+                      columns: Optional[Sequence[str]] = None
+                      ) -> tuple[list[SheetQuestion], tuple[str, str]]:
+    """Both annotators' labels (`merge_annotators`) from two read sheets or one with two label
+    columns (each as `read_sheet` / `load_sheet` returns it).
 
     Two sheets: each one's `columns` entry, else its `annotator_cluster` column, else its first
     label column. One sheet: `columns`, else its first two label columns. Returns the merged
     questions and the two columns read.
     """
-    if len(texts) == 2:
-        (qa, cols_a), (qb, cols_b) = (read_sheet(text) for text in texts)
+    if len(sheets) == 2:
+        (qa, cols_a), (qb, cols_b) = sheets
+        if not columns and (not cols_a or not cols_b):
+            raise SheetError("each sheet needs a label column (annotator_cluster)")
         col_a = columns[0] if columns else ("annotator_cluster" if "annotator_cluster" in cols_a else cols_a[0])
         col_b = columns[1] if columns else ("annotator_cluster" if "annotator_cluster" in cols_b else cols_b[0])
         return merge_annotators(qa, col_a, qb, col_b), (col_a, col_b)
-    if len(texts) == 1:
-        questions, cols = read_sheet(texts[0])
+    if len(sheets) == 1:
+        questions, cols = sheets[0]
         if columns:
             col_a, col_b = columns
         elif len(cols) >= 2:

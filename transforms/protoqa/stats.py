@@ -30,31 +30,46 @@ def cluster_counts(path: Path, command: str) -> tuple[str, list[list[int]]]:
         [c["count"] for c in r["answers"]["clusters"].values()] for r in records]
 
 
-def stats_from_counts(what: str, per_question: list[list[int]], top_k: int = 8) -> str:
-    """Clusters per question, answers per cluster, top-k coverage and their histograms."""
+CLUSTER_BINS = [(i, i) for i in range(1, 13)] + [(13, 15), (16, 20), (21, OPEN_END)]
+COVERAGE_BINS = [(0, 59), (60, 69), (70, 79), (80, 84), (85, 89), (90, 94), (95, 99), (100, OPEN_END)]
+
+
+def cluster_figures(per_question: list[list[int]], top_k: int = 8) -> dict:
+    """The figures `stats_from_counts` prints (and the HTML report shows): `rows` of (label,
+    value, note) cells, the per-question `clusters` and cluster `sizes`, and the
+    `clusters_histogram` and `coverage_histogram` (label, count) rows; `questions` is 0 when no
+    question has a cluster."""
     per_question = [c for c in per_question if c]
     if not per_question:
-        return f"ProtoQA {what}: no questions"
+        return {"questions": 0, "rows": [], "clusters": [], "sizes": [],
+                "clusters_histogram": [], "coverage_histogram": []}
     clusters = [len(c) for c in per_question]
     sizes = [n for c in per_question for n in c]
     coverage = [100.0 * sum(sorted(c, reverse=True)[:top_k]) / sum(c) if sum(c) else 0.0
                 for c in per_question]
-    lines = [f"ProtoQA {what}",
-             f"{'questions':<28}{len(per_question):>10}",
-             f"{'clusters / question':<28}{statistics.mean(clusters):>10.2f}   "
-             f"(median {statistics.median(clusters):g}, min {min(clusters)}, max {max(clusters)})",
-             f"{'answers / cluster':<28}{statistics.mean(sizes):>10.2f}   "
-             f"(median {statistics.median(sizes):g})",
-             f"{'answers / question':<28}{statistics.mean(sum(c) for c in per_question):>10.2f}",
-             f"{f'top-{top_k} coverage (%)':<28}{statistics.mean(coverage):>10.2f}   "
-             f"(> 85: {sum(v > 85 for v in coverage)} of {len(coverage)})", ""]
-    lines += bar_lines(histogram(clusters, [(i, i) for i in range(1, 13)] + [(13, 15), (16, 20), (21, OPEN_END)]),
-                       "clusters per question (cf. the paper's Figure 2)")
+    rows = [("questions", f"{len(per_question)}", ""),
+            ("clusters / question", f"{statistics.mean(clusters):.2f}",
+             f"median {statistics.median(clusters):g}, min {min(clusters)}, max {max(clusters)}"),
+            ("answers / cluster", f"{statistics.mean(sizes):.2f}", f"median {statistics.median(sizes):g}"),
+            ("answers / question", f"{statistics.mean(sum(c) for c in per_question):.2f}", ""),
+            (f"top-{top_k} coverage (%)", f"{statistics.mean(coverage):.2f}",
+             f"> 85: {sum(v > 85 for v in coverage)} of {len(coverage)}")]
+    return {"questions": len(per_question), "rows": rows, "clusters": clusters, "sizes": sizes,
+            "clusters_histogram": histogram(clusters, CLUSTER_BINS),
+            "coverage_histogram": histogram([int(v) for v in coverage], COVERAGE_BINS)}
+
+
+def stats_from_counts(what: str, per_question: list[list[int]], top_k: int = 8) -> str:
+    """Clusters per question, answers per cluster, top-k coverage and their histograms."""
+    figures = cluster_figures(per_question, top_k)
+    if not figures["questions"]:
+        return f"ProtoQA {what}: no questions"
+    lines = [f"ProtoQA {what}"]
+    lines += [f"{label:<28}{value:>10}" + (f"   ({note})" if note else "") for label, value, note in figures["rows"]]
     lines.append("")
-    lines += bar_lines(histogram([int(v) for v in coverage],
-                                 [(0, 59), (60, 69), (70, 79), (80, 84), (85, 89), (90, 94), (95, 99),
-                                  (100, OPEN_END)]),
-                       f"top-{top_k} coverage per question (% of its answers)")
+    lines += bar_lines(figures["clusters_histogram"], "clusters per question (cf. the paper's Figure 2)")
+    lines.append("")
+    lines += bar_lines(figures["coverage_histogram"], f"top-{top_k} coverage per question (% of its answers)")
     return "\n".join(lines)
 
 

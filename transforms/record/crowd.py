@@ -11,6 +11,9 @@ overlaps an earlier one, or whose normalised text is empty, is left unmarked). T
 `@placeholder` as `hits.placeholder_display`. Columns starting with `hidden_` hold the references
 and must not be shown to workers.
 
+**Platforms**: `--format mturk` / `label-studio` write the task page and batch of
+`transforms.record.hits_pages` instead, and the import reads their results files.
+
 **Import** (`import_results`): worker submissions (`worker_id, assignment_id, triple_id,
 chosen_entity, feedback`, optional `submit_time`) are read in file order, or stably sorted by
 `submit_time` when that column is present (numbers, then ISO 8601 times, then plain strings).
@@ -57,6 +60,8 @@ from transforms.core.accounting import stage_entry
 from transforms.core.errors import UserError
 from transforms.core.hashing import seeded_digest
 from transforms.core.io import read_table, write_json, write_rows
+from transforms.core.platforms import FORMATS, OWN_CSV, detect_results_format, fill_template
+from transforms.record import hits_pages
 from transforms.record.metric import is_correct, normalize_answer
 from transforms.record.readers.base import merge_candidates
 
@@ -153,28 +158,64 @@ def _load_run(run_dir: PathLike) -> tuple[dict[str, dict], list[dict], int]:
     return passages, triples, excluded
 
 
-def export_hits(run_dir: PathLike, out_csv_path: PathLike, hits: RecordHitsSection) -> int:
-    """Write the crowd-task CSV (UTF-8, header row) for every triple of a filter run; return rows written.
+def export_hits(run_dir: PathLike, out_path: PathLike, hits: RecordHitsSection, fmt: str = OWN_CSV) -> int:
+    """Write the crowd task for every triple of a filter run; return the number of HITs.
 
-    Triples whose passage is missing from `passages/` cannot be shown and are skipped with a
-    warning (`import_results` rejects them as `passage_missing`).
+    `fmt` `csv` (default): one CSV file (UTF-8, header row, `hidden_` reference columns);
+    `mturk`: `template.html` and `batch.csv` under the directory `out_path`; `label-studio`:
+    `config.xml` and `tasks.json` there (`transforms.record.hits_pages`). Triples whose passage is
+    missing from `passages/` cannot be shown and are skipped with a warning (`import_results`
+    rejects them as `passage_missing`).
     """
+    if fmt not in FORMATS:
+        raise UserError(f"unknown HIT format {fmt!r}: choose one of {', '.join(FORMATS)}")
     passages, triples, _ = _load_run(run_dir)
     display = hits.placeholder_display
-    out = Path(out_csv_path)
+    shown = []
+    for query in triples:
+        passage = passages.get(query["passage_id"])
+        if passage is None:
+            log.warning("triple %s: passage %s missing, no HIT", query["query_id"], query["passage_id"])
+            continue
+        shown.append((passage, query))
+    if fmt != OWN_CSV:
+        mturk_rows, ls_rows = platform_rows(shown, display)
+        hits_pages.write_export(out_path, fmt, display, list(mturk_rows.values()), list(ls_rows.values()))
+        return len(shown)
+    out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    written = 0
     with out.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(HIT_COLUMNS))
         writer.writeheader()
-        for query in triples:
-            passage = passages.get(query["passage_id"])
-            if passage is None:
-                log.warning("triple %s: passage %s missing, no HIT", query["query_id"], query["passage_id"])
-                continue
+        for passage, query in shown:
             writer.writerow(hit_row(passage, query, display))
-            written += 1
-    return written
+    return len(shown)
+
+
+def platform_rows(shown: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]],
+                  display: str) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, Any]]]:
+    """The MTurk batch rows and Label Studio task data of (passage, query) pairs, by triple id."""
+    mturk_rows: dict[str, dict[str, str]] = {}
+    ls_rows: dict[str, dict[str, Any]] = {}
+    for passage, query in shown:
+        options = candidate_options(passage["entities"])
+        numbers = {opt.key: opt.number for opt in options}
+        mturk_rows[query["query_id"]] = hits_pages.mturk_row(passage, query, numbers, display)
+        ls_rows[query["query_id"]] = hits_pages.label_studio_data(passage, query, numbers,
+                                                                  [o.text for o in options], display)
+    return mturk_rows, ls_rows
+
+
+def preview_page(run_dir: PathLike, hits: RecordHitsSection, triple_id: Optional[str] = None) -> str:
+    """The MTurk page filled with one triple's batch row (the first in export order by default)."""
+    passages, triples, _ = _load_run(run_dir)
+    shown = [(passages[q["passage_id"]], q) for q in triples if q["passage_id"] in passages
+             and (triple_id is None or q["query_id"] == triple_id)]
+    if not shown:
+        raise UserError(f"{run_dir}: no triple {triple_id!r} to preview" if triple_id
+                        else f"{run_dir}: the run has no triple to preview")
+    mturk_rows, _ = platform_rows(shown[:1], hits.placeholder_display)
+    return fill_template(hits_pages.template(hits.placeholder_display), next(iter(mturk_rows.values())))
 
 
 # --------------------------------------------------------------------------- submissions and QC
@@ -468,14 +509,18 @@ def build_summary(inputs: int, excluded: int, outcome: Outcome, submissions: Seq
     }
 
 
-def import_results(run_dir: PathLike, results_csv_path: PathLike, output_dir: PathLike,
-                   hits: RecordHitsSection, splits: RecordSplitsSection, seed: int) -> dict[str, Any]:
+def import_results(run_dir: PathLike, results_path: PathLike, output_dir: PathLike,
+                   hits: RecordHitsSection, splits: RecordSplitsSection, seed: int,
+                   fmt: str = "auto") -> dict[str, Any]:
     """Quality-control worker results, validate triples, draw the splits and write everything.
 
-    Writes `train/`, `dev/`, `test/` (schema `validated_queries`), `passages/`, `rejects/`
-    Parquet, `republish.csv`, `workers.csv` and `summary.json` under `output_dir`, and returns
-    the summary. Submissions naming a triple not in the run are counted (`unknown_triple`) and
-    otherwise ignored.
+    `results_path` is the own results CSV, an MTurk batch results CSV or a Label Studio JSON
+    export (`fmt` `csv`, `mturk`, `label-studio`, or `auto` to tell them apart). Writes `train/`,
+    `dev/`, `test/` (schema `validated_queries`), `passages/`, `rejects/` Parquet,
+    `republish.csv`, `workers.csv` and `summary.json` under `output_dir`, and returns the
+    summary. In the own CSV, submissions naming a triple not in the run are counted
+    (`unknown_triple`) and otherwise ignored; platform results from another export are one
+    `UserError`.
     """
     passages, triples, excluded = _load_run(run_dir)
     keys = {}
@@ -483,7 +528,17 @@ def import_results(run_dir: PathLike, results_csv_path: PathLike, output_dir: Pa
         passage = passages.get(q["passage_id"])
         options = tuple(o.text for o in candidate_options(passage["entities"])) if passage else ()
         keys[q["query_id"]] = TripleKey(options, tuple(answer_texts(q)))
-    submissions, unknown = judge(read_results(results_csv_path), keys)
+    if fmt == "auto":
+        fmt = detect_results_format(results_path)
+    if fmt == OWN_CSV:
+        rows = read_results(results_path)
+    elif fmt in FORMATS:
+        shown = [(passages[q["passage_id"]], q) for q in triples if q["passage_id"] in passages]
+        mturk_rows, ls_rows = platform_rows(shown, hits.placeholder_display)
+        rows = hits_pages.result_rows(results_path, fmt, mturk_rows, ls_rows)
+    else:
+        raise UserError(f"unknown results format {fmt!r}: choose one of auto, {', '.join(FORMATS)}")
+    submissions, unknown = judge(rows, keys)
     workers, checkpoints = run_quality_control(submissions, hits.qc_every, hits.min_accuracy,
                                                hits.min_judged)
     outcome = assign_splits(triples, passages, tally_triples(submissions, workers), splits, seed)
@@ -491,5 +546,6 @@ def import_results(run_dir: PathLike, results_csv_path: PathLike, output_dir: Pa
     out.mkdir(parents=True, exist_ok=True)
     _write_outputs(out, passages, outcome, submissions, workers)
     summary = build_summary(len(triples), excluded, outcome, submissions, unknown, workers, checkpoints)
+    summary["results_format"] = fmt
     write_json(str(out / "summary.json"), summary)
     return summary

@@ -49,11 +49,11 @@ class DropDuplicateIds(beam.PTransform):
 
     def expand(self, articles):
         keyed = articles | "KeyById" >> beam.Map(lambda a: (a.id, a))
-        if self._url_info is None:
-            urls = articles.pipeline | "NoUrls" >> beam.Create([])
-        else:
-            urls = self._url_info
-        grouped = {"articles": keyed, "urls": urls} | "GroupById" >> beam.CoGroupByKey()
+        if self._url_info is None:   # one GroupByKey: no empty URL side to join
+            return (keyed | "GroupById" >> beam.GroupByKey()
+                    | "Pick" >> Stage(DEDUP_ID, lambda g: pick_by_id((g[0], {"articles": g[1], "urls": ()})),
+                                      units=lambda g: sum(1 for _ in g[1])))
+        grouped = {"articles": keyed, "urls": self._url_info} | "GroupById" >> beam.CoGroupByKey()
         return grouped | "Pick" >> Stage(DEDUP_ID, pick_by_id,
                                          units=lambda g: len(g[1]["articles"]))
 

@@ -86,3 +86,61 @@ EXPORTERS: dict[str, Callable[[PathLike, TextIO], None]] = {
     "record-json": export_record_json,
     "superglue-jsonl": export_superglue_jsonl,
 }
+
+
+# ---- `csdata record release`: the Hugging Face layout ----------------------------------------
+CITATION = """@article{zhang2018record,
+  title   = {{ReCoRD}: Bridging the Gap between Human and Machine Commonsense Reading Comprehension},
+  author  = {Zhang, Sheng and Liu, Xiaodong and Liu, Jingjing and Gao, Jianfeng and Duh, Kevin and
+             Van Durme, Benjamin},
+  journal = {arXiv preprint arXiv:1810.12885},
+  year    = {2018}
+}"""
+# A run's split names -> the Hub's (`dev` is `validation` there); "" (no URL list) is train.
+HF_SPLITS = {"train": "train", "dev": "validation", "validation": "validation", "test": "test", "": "train"}
+VALIDATED_SPLITS = ("train", "dev", "test")
+
+
+def release_queries_by_split(output_dir: PathLike) -> dict[str, list[dict[str, Any]]]:
+    """A run's queries per Hub split: the validated train/dev/test tables of a `hits import` run,
+    else the `queries` table split by each passage's URL-list split (none: all train)."""
+    root = Path(output_dir)
+    found: dict[str, list[dict[str, Any]]] = {}
+    if any((root / s).is_dir() for s in VALIDATED_SPLITS):
+        for split in VALIDATED_SPLITS:
+            if (root / split).is_dir():
+                found[HF_SPLITS[split]] = read_table(root, split, _QUERY_COLUMNS).to_pylist()
+        return found
+    passage_split = {p["passage_id"]: p["split"] or "" for p in
+                     read_table(root, "passages", ["passage_id", "split"]).to_pylist()}
+    for query in read_table(root, "queries", _QUERY_COLUMNS).to_pylist():
+        split = HF_SPLITS.get(passage_split.get(query["passage_id"], ""), "train")
+        found.setdefault(split, []).append(query)
+    return found
+
+
+def release_rows(output_dir: PathLike) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    """(passages config, queries config) rows per split: one row per passage with its queries in
+    the official ReCoRD JSON shape, and one row per query with its passage; both in id order,
+    passages without queries left out (as in the exports)."""
+    passages = {p["passage_id"]: p for p in read_table(output_dir, "passages", _PASSAGE_COLUMNS).to_pylist()}
+    by_passage_rows: dict[str, list[dict]] = {}
+    by_query_rows: dict[str, list[dict]] = {}
+    for split, queries in release_queries_by_split(output_dir).items():
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for query in queries:
+            grouped.setdefault(query["passage_id"], []).append(query)
+        rows, flat = [], []
+        for passage_id in sorted(grouped):
+            passage = passages[passage_id]
+            qas = sorted(grouped[passage_id], key=lambda q: q["query_id"])
+            rows.append({"id": passage_id, "source": passage["source"], "passage": _passage_json(passage),
+                         "qas": [{"id": q["query_id"], "query": q["query"], "answers": _answers_json(q)}
+                                 for q in qas]})
+            entities = [{"start": e["start"], "end": e["end"], "text": e["text"]}
+                        for e in passage["entities"] or []]
+            flat += [{"id": q["query_id"], "passage_id": passage_id, "source": passage["source"],
+                      "passage": passage["text"], "query": q["query"], "entities": entities,
+                      "answers": _answers_json(q)} for q in qas]
+        by_passage_rows[split], by_query_rows[split] = rows, flat
+    return by_passage_rows, by_query_rows

@@ -44,7 +44,8 @@ def sentence_verdict(sentence: Sentence, passage_grams: set, passage_chains: set
     chains = [e.chain for e in sentence.entities]
     checks = (
         lambda: record_filters.min_tokens(tokens, query.min_tokens),
-        lambda: record_filters.not_question(sentence.text) if query.reject_questions else None,
+        lambda: (record_filters.not_question(sentence.text, query.question_rule)
+                 if query.reject_questions else None),
         lambda: record_filters.no_shared_ngram(
             sentence.text, passage_grams, query.ngram,
             [(e.start, e.end) for e in sentence.entities] if query.ngram_skip_entities else (),

@@ -91,10 +91,16 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def table_rows(stats: Mapping[str, Union[float, int]], paper: RecordPaperTable1) -> list[tuple[str, str, str]]:
+    """(statistic, this run, paper) cells in the paper's order, as `format_table` prints them
+    (the HTML report shows the same cells)."""
+    return [(label, _cell(stats.get(key)), _cell(getattr(paper, key))) for key, label in ROWS]
+
+
 def format_table(stats: Mapping[str, Union[float, int]], paper: RecordPaperTable1) -> str:
     """A fixed-width table: statistic | this run | paper (missing values shown as `-`)."""
     header = ("statistic", "this run", "paper")
-    rows = [(label, _cell(stats.get(key)), _cell(getattr(paper, key))) for key, label in ROWS]
+    rows = table_rows(stats, paper)
     width = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     lines = [f"{header[0]:<{width[0]}}  {header[1]:>{width[1]}}  {header[2]:>{width[2]}}"]
     lines.append("-" * len(lines[0]))

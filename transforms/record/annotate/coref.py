@@ -45,7 +45,7 @@ them, never used to merge them.
 4. Exact matches of the remaining mentions, whatever their labels except NORP: spaCy's small
    model labels the same name PERSON in one sentence and ORG in the next ("Olimpija Ljubljana"),
    and within one article the same name is almost always the same entity. NORP matches NORP
-   only (plural "s" ignored). Two different multi-token names never merge on a shared token
+   only (plural "s" and an adjective's "-ic" ignored: "Democrats" / "Democratic"). Two different multi-token names never merge on a shared token
    ("New York" / "New Jersey").
 
 Chain ids are renumbered 0.. by first appearance. Every step is O(n²) in the mention count at
@@ -101,7 +101,8 @@ GEO_WORDS = frozenset({
     "mount", "mt", "mountain", "mountains", "ocean", "sea", "river", "lake", "lakes", "desert",
     "island", "islands", "isle", "isles", "valley", "bay", "gulf", "canyon", "peninsula",
     "strait", "straits", "channel", "forest", "glacier", "falls", "coast", "dc", "region",
-    "province",
+    "province", "gap", "pass", "beach", "cove", "heath", "hill", "hills", "cape", "reef",
+    "marsh", "moor", "dunes",
 })
 
 _EDGE = "\"'“”‘’«»„‟`´()[]{}<>,;:!?*–—-/\\|…"
@@ -430,7 +431,9 @@ def _exact_key(form: _Form) -> Optional[tuple[str, str]]:
     if form.label == NORP:
         text = form.text
         plural = text.endswith("s") and not text.endswith("ss") and len(text) > 3
-        return NORP, text[:-1] if plural else text
+        text = text[:-1] if plural else text
+        # The adjective and the noun of a group: "Democratic" / "Democrats", "Arabic" / "Arabs".
+        return NORP, text[:-2] if text.endswith("ic") and len(text) > 5 else text
     return "NAME", form.text
 
 

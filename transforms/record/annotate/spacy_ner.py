@@ -32,6 +32,8 @@ from transforms.core.accounting import Reject
 from transforms.core.models import load_spacy
 from transforms.record.annotate import STAGE
 from transforms.record.annotate.coref import make_coreferencer
+from transforms.record.annotate.ner_rules import apply_rules
+from transforms.record.annotate.sentences import corenlp_sentences
 from transforms.record.annotate.spans import trim_span
 from transforms.record.annotate.store import model_settings, settings_key, text_hash
 from transforms.record.annotation import (
@@ -47,16 +49,25 @@ from transforms.record.article import Article, PassageSplit
 
 # Components the annotator never reads; dropping them is most of spaCy's speed-up.
 UNUSED_PIPES = ("tagger", "lemmatizer", "attribute_ruler", "morphologizer")
-SENTENCE_SPLITTERS = ("senter", "parser")
+SENTENCE_SPLITTERS = ("corenlp", "senter", "parser")
 TEXT_TOO_LONG = "text_too_long"
 
 
-def load_ner_pipeline(model: str, sentences: str):
-    """Load a spaCy pipeline with only NER and a sentence splitter (`senter` or `parser`)."""
+def required_pipes(sentences: str) -> list[str]:
+    """The model components `annotator.sentences` needs besides NER (`corenlp` needs none: it
+    is rules on the text, `transforms.record.annotate.sentences`)."""
     if sentences not in SENTENCE_SPLITTERS:
-        raise ValueError(f"annotator.sentences must be 'senter' or 'parser', got {sentences!r}")
-    other = "parser" if sentences == "senter" else "senter"
-    return load_spacy(model, exclude=[*UNUSED_PIPES, other], require=[sentences, "ner"],
+        raise ValueError(f"annotator.sentences must be one of {', '.join(SENTENCE_SPLITTERS)}, "
+                         f"got {sentences!r}")
+    return [] if sentences == "corenlp" else [sentences]
+
+
+def load_ner_pipeline(model: str, sentences: str):
+    """Load a spaCy pipeline with only NER and the sentence splitter `sentences` needs
+    (`senter`, `parser`, or none for the rule-based `corenlp`)."""
+    needed = required_pipes(sentences)
+    unused = [pipe for pipe in ("parser", "senter") if pipe not in needed]
+    return load_spacy(model, exclude=[*UNUSED_PIPES, *unused], require=[*needed, "ner"],
                       option="annotator.model")
 
 
@@ -81,9 +92,13 @@ def split_segments(split: PassageSplit) -> list[str]:
     return article_units(split.article)
 
 
-def unit_annotation(doc: Any) -> UnitAnnotation:
-    """Sentence bounds (whitespace stripped) and every entity span of a spaCy doc."""
+def unit_annotation(doc: Any, sentences_by: str = "senter") -> UnitAnnotation:
+    """Sentence bounds (whitespace stripped) and every entity span of a spaCy doc; with
+    `sentences_by="corenlp"` the bounds come from `corenlp_sentences` on the text."""
     text = doc.text  # built from the tokens on each access: read it once
+    entities = tuple((ent.start_char, ent.end_char, ent.label_) for ent in doc.ents)
+    if sentences_by == "corenlp":
+        return UnitAnnotation(tuple(corenlp_sentences(text)), entities)
     sentences = []
     for sent in doc.sents:
         raw = text[sent.start_char : sent.end_char]
@@ -91,37 +106,71 @@ def unit_annotation(doc: Any) -> UnitAnnotation:
         if stripped:
             start = sent.start_char + len(raw) - len(raw.lstrip())
             sentences.append((start, start + len(stripped)))
-    entities = tuple((ent.start_char, ent.end_char, ent.label_) for ent in doc.ents)
     return UnitAnnotation(tuple(sentences), entities)
 
 
-def propagate_names(mentions: list[Mention], segments: Sequence[str]) -> list[Mention]:
+def propagate_names(mentions: list[Mention], segments: Sequence[str], surnames: bool = False,
+                    contained: bool = False) -> list[Mention]:
     """Add the mentions the NER missed: later exact occurrences of a name it found elsewhere.
 
     ReCoRD lists every mention of the answer entity, and a small NER model tags "Cosby" in one
     sentence but not the next. Names are matched case-sensitively on word boundaries, longest
     first, never overlapping a mention; names of fewer than 3 characters or without a capital
-    letter are not propagated. Returns the mentions in reading order.
+    letter are not propagated. With `surnames` (NER rule `surnames`), the surnames of PERSON
+    names (`person_surnames`) are propagated too, as PERSON. With `contained` (NER rule
+    `contained`), an occurrence may replace mentions lying strictly inside it ("the Duchess of
+    Cornwall" found elsewhere replaces "Cornwall" tagged alone), never one it only overlaps;
+    it is a PERSON when a mention it replaces was.
+    Returns the mentions in reading order.
     """
-    taken: dict[int, list[tuple[int, int]]] = {}
+    by_segment: dict[int, list[Mention]] = {}
     for m in mentions:
-        taken.setdefault(m.segment, []).append((m.start, m.end))
+        by_segment.setdefault(m.segment, []).append(m)
     names: dict[str, str] = {}
     for m in mentions:
         if _propagated(m.text):
             names.setdefault(m.text, m.label)
-    added = list(mentions)
+    if surnames:
+        for name in person_surnames(mentions, segments):
+            names.setdefault(name, "PERSON")
     for name in sorted(names, key=len, reverse=True):
         for segment, text in enumerate(segments):
             if name not in text:   # most segments hold few of the names: skip the regex
                 continue
-            spans = taken.setdefault(segment, [])
+            present = by_segment.setdefault(segment, [])
             for match in _name_pattern(name).finditer(text):
                 start, end = match.span()
-                if all(end <= a or start >= b for a, b in spans):
-                    spans.append((start, end))
-                    added.append(Mention(segment, start, end, name, names[name]))
+                clashes = [m for m in present if not (end <= m.start or start >= m.end)]
+                inside = all(start <= m.start and m.end <= end and m.end - m.start < end - start
+                             for m in clashes)
+                if not clashes or (contained and inside):
+                    present[:] = [m for m in present if m not in clashes]
+                    # A name with a person inside is a person's ("Wambui Njoroge" inside
+                    # "Grace Wambui Njoroge" tagged ORG elsewhere): keep PERSON for the chains.
+                    person = any(m.label == "PERSON" for m in clashes)
+                    present.append(Mention(segment, start, end, name,
+                                           "PERSON" if person else names[name]))
+    added = [m for ms in by_segment.values() for m in ms]
     return sorted(added, key=lambda m: (m.segment, m.start, m.end))
+
+
+def person_surnames(mentions: Sequence[Mention], segments: Sequence[str]) -> list[str]:
+    """Surnames worth propagating: the last word of each PERSON mention of two words or more
+    (titles aside), capitalised and alphabetic, 3 letters or more, and never written in lower
+    case in the article (so "Young" or "Rose" as plain words are left alone)."""
+    lowered = "\n".join(segments)
+    out: dict[str, None] = {}
+    for m in mentions:
+        if m.label != "PERSON":
+            continue
+        words = m.text.split()
+        if len(words) < 2:
+            continue
+        last = words[-1]
+        if (len(last) >= 3 and last.isalpha() and last[0].isupper() and not last.isupper()
+                and not _name_pattern(last.lower()).search(lowered)):
+            out[last] = None
+    return list(out)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -143,7 +192,7 @@ def _free(spans: Sequence[tuple[int, int]], start: int, end: int) -> bool:
 
 
 def passage_entity_bound(passage: Sequence[str], mentions: Sequence[Mention], rest: Sequence[str],
-                         propagate: bool) -> int:
+                         propagate: bool, surnames: bool = False) -> int:
     """An upper bound on the passage's distinct chains, whatever the NER finds in the rest.
 
     `passage` are the passage segments (body, highlights) and `mentions` their mentions. Chains
@@ -158,6 +207,8 @@ def passage_entity_bound(passage: Sequence[str], mentions: Sequence[Mention], re
         return len(mentions)
     rest_text = "\n".join(rest)
     names = {m.text for m in mentions if _propagated(m.text)}
+    if surnames:   # the surnames of the passage's names (those of the rest occur in the rest)
+        names |= set(person_surnames(mentions, passage))
     candidates: list[tuple[int, int, int]] = []   # (end, start, segment)
     for segment, text in enumerate(passage):
         taken = [(m.start, m.end) for m in mentions if m.segment == segment]
@@ -189,21 +240,27 @@ def passage_entity_bound(passage: Sequence[str], mentions: Sequence[Mention], re
     return len(mentions) + chosen
 
 
+def unit_entities(text: str, unit: UnitAnnotation, rules: Sequence[str]) -> Sequence[tuple[int, int, str]]:
+    """The unit's entity spans after the NER post-processing `rules` (`ner_rules.NER_RULES`)."""
+    return apply_rules(text, unit.entities, rules) if rules else unit.entities
+
+
 def passage_mentions(split: PassageSplit, paragraphs: Sequence[UnitAnnotation],
-                     highlights: Sequence[UnitAnnotation], labels: frozenset[str]) -> list[Mention]:
+                     highlights: Sequence[UnitAnnotation], labels: frozenset[str],
+                     rules: Sequence[str] = ()) -> list[Mention]:
     """The passage's mentions: segment 0 is the body (paragraphs joined by spaces), then one
     segment per highlight; offsets in the segment."""
     article = split.article
     mentions: list[Mention] = []
     offset = 0
     for text, unit in zip(article.paragraphs[: split.passage_paragraphs], paragraphs):
-        for start, end, label in unit.entities:
+        for start, end, label in unit_entities(text, unit, rules):
             mention = _mention(text, start, end, label, labels, 0, offset)
             if mention is not None:
                 mentions.append(mention)
         offset += len(text) + 1
     for i, (text, unit) in enumerate(zip(article.highlights, highlights)):
-        for start, end, label in unit.entities:
+        for start, end, label in unit_entities(text, unit, rules):
             mention = _mention(text, start, end, label, labels, 1 + i, 0)
             if mention is not None:
                 mentions.append(mention)
@@ -212,7 +269,7 @@ def passage_mentions(split: PassageSplit, paragraphs: Sequence[UnitAnnotation],
 
 def assemble_units(split: PassageSplit, annotation: ArticleAnnotation, labels: frozenset[str],
                    coreferencer: Coreferencer, propagate: bool = False,
-                   rest: bool = True) -> AnnotatedArticle:
+                   rest: bool = True, rules: Sequence[str] = ()) -> AnnotatedArticle:
     """Place an article's unit annotations in passage/sentence coordinates and chain them.
 
     Passage mentions are every mention of the passage paragraphs and the highlights; the rest's
@@ -223,7 +280,7 @@ def assemble_units(split: PassageSplit, annotation: ArticleAnnotation, labels: f
     article = split.article
     n_highlights = len(article.highlights)
     passage_offsets = (0, *split.highlight_starts)
-    mentions = passage_mentions(split, annotation.paragraphs, annotation.highlights, labels)
+    mentions = passage_mentions(split, annotation.paragraphs, annotation.highlights, labels, rules)
     placed: list[tuple[str, int]] = [("passage", passage_offsets[m.segment]) for m in mentions]
     sentence_texts: list[str] = []
     first = split.passage_paragraphs
@@ -234,7 +291,7 @@ def assemble_units(split: PassageSplit, annotation: ArticleAnnotation, labels: f
             bounds.append((start, end, len(sentence_texts)))
             sentence_texts.append(text[start:end])
         starts = [b[0] for b in bounds]
-        for start, end, label in unit.entities:
+        for start, end, label in unit_entities(text, unit, rules):
             at = bisect.bisect_right(starts, start) - 1
             if at < 0 or end > bounds[at][1]:
                 continue  # an entity across a sentence boundary belongs to neither
@@ -246,7 +303,7 @@ def assemble_units(split: PassageSplit, annotation: ArticleAnnotation, labels: f
                 placed.append(("sentence", index))
     if propagate:
         segments = [split.body, *article.highlights, *sentence_texts]
-        mentions = propagate_names(mentions, segments)
+        mentions = propagate_names(mentions, segments, "surnames" in rules, "contained" in rules)
         placed = [("passage", passage_offsets[m.segment]) if m.segment <= n_highlights
                   else ("sentence", m.segment - 1 - n_highlights) for m in mentions]
     chains = coreferencer.resolve(mentions)
@@ -276,8 +333,11 @@ class SpacyAnnotator:
     def __init__(self, model: str = "en_core_web_sm", sentences: str = "senter",
                  labels: Sequence[str] = (), batch_size: int = 64, coref: str = "rules",
                  propagate_names: bool = False, settings: Optional[tuple[str, str]] = None,
-                 min_passage_entities: int = 0):
+                 min_passage_entities: int = 0, ner_rules: Sequence[str] = ()):
         self.nlp = load_ner_pipeline(model, sentences)
+        self.sentences = sentences
+        self.ner_rules = tuple(ner_rules)
+        apply_rules("", (), self.ner_rules)   # an unknown rule name fails here, not mid-run
         self.propagate = propagate_names
         self.labels = frozenset(labels)
         self.batch_size = batch_size
@@ -299,7 +359,8 @@ class SpacyAnnotator:
         texts annotated so far, which this call extends), goes through spaCy once."""
         found = {} if found is None else found
         unique = [text for text in dict.fromkeys(texts) if text not in found]
-        found.update(zip(unique, map(unit_annotation, self.nlp.pipe(unique, batch_size=self.batch_size))))
+        found.update(zip(unique, [unit_annotation(doc, self.sentences)
+                                  for doc in self.nlp.pipe(unique, batch_size=self.batch_size)]))
         return [found[text] for text in texts]
 
     def annotate_articles(self, articles: Sequence[Article]) -> list[Union[ArticleAnnotation, Reject]]:
@@ -326,11 +387,11 @@ class SpacyAnnotator:
     def _may_pass(self, split: PassageSplit, paragraphs: Sequence[UnitAnnotation],
                   highlights: Sequence[UnitAnnotation]) -> bool:
         """Whether the passage can reach `min_passage_entities` distinct entities (chains)."""
-        mentions = passage_mentions(split, paragraphs, highlights, self.labels)
+        mentions = passage_mentions(split, paragraphs, highlights, self.labels, self.ner_rules)
         if len(mentions) >= self.min_passage_entities:   # the bound is at least this
             return True
         return passage_entity_bound([split.body, *split.article.highlights], mentions, split.rest,
-                                    self.propagate) >= self.min_passage_entities
+                                    self.propagate, "surnames" in self.ner_rules) >= self.min_passage_entities
 
     def annotate(self, splits: Sequence[PassageSplit]) -> list[Union[AnnotatedArticle, Reject]]:
         """One result per split, in order: its annotation, or a `text_too_long` reject."""
@@ -369,7 +430,7 @@ class SpacyAnnotator:
             annotation = ArticleAnnotation(split.article.id, text_hash(split.article), self.name,
                                            *self.settings, paragraphs, highlights)
             results.append(assemble_units(split, annotation, self.labels, self.coreferencer,
-                                          self.propagate, rest=whole))
+                                          self.propagate, rest=whole, rules=self.ner_rules))
         return results, len(found)
 
 
@@ -382,4 +443,5 @@ def spacy_annotator(annotator: AnnotatorSection, coref: CorefSection) -> SpacyAn
     return SpacyAnnotator(model=annotator.model, sentences=annotator.sentences,
                           labels=annotator.labels, batch_size=annotator.batch_size,
                           coref=coref.name, propagate_names=annotator.propagate_names,
-                          settings=settings_key(model_settings(annotator)))
+                          settings=settings_key(model_settings(annotator)),
+                          ner_rules=annotator.ner_rules)

@@ -6,7 +6,7 @@ loaded once per worker process (`apache_beam.utils.shared`), on the first batch 
 batches from `BatchElements`.
 
 Stored annotations (`csdata record annotate`, `AnnotateArticles`) are joined with the splits by
-article id (`CoGroupByKey`); an article whose text and model settings match its stored
+article id (one `GroupByKey` over both); an article whose text and model settings match its stored
 annotations is assembled from them, the others go through the model (`AnnotateFromStore`).
 """
 from __future__ import annotations
@@ -18,19 +18,26 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils import shared
 
 from data_specs import SpecError
 from data_specs.models import AnnotatorSection, CorefSection, PassageSection
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
+from transforms.core.dedup import SIGNATURE
 from transforms.core.models import check_spacy
-from transforms.core.stages import route
+from transforms.core.stages import BundleTally, split_sides
 from transforms.record.annotate import STAGE
 from transforms.record.annotate.backends.stanza_backend import StanzaAnnotator, check_stanza_resources
 from transforms.record.annotate.coref import make_coreferencer
 from transforms.record.annotate.document import assemble_document
 from transforms.record.annotate.files import FILE_BACKENDS
-from transforms.record.annotate.spacy_ner import SpacyAnnotator, assemble_units, spacy_annotator
+from transforms.record.annotate.spacy_ner import (
+    SpacyAnnotator,
+    assemble_units,
+    required_pipes,
+    spacy_annotator,
+)
 from transforms.record.annotate.spans import trim_span
 from transforms.record.annotate.store import (
     CACHED_BACKENDS,
@@ -43,7 +50,6 @@ from transforms.record.annotation import (
     AnnotatedArticle,
     AnnotationError,
     Annotator,
-    ArticleAnnotation,
 )
 from transforms.record.article import PassageSplit, article_document
 
@@ -75,7 +81,7 @@ def check_stanza(annotator: AnnotatorSection) -> None:
 
 def check_spacy_model(annotator: AnnotatorSection) -> None:
     """Raise ModelUnavailable now when the spaCy model or its NER / sentence component is missing."""
-    check_spacy(annotator.model, [annotator.sentences, "ner"], option="annotator.model")
+    check_spacy(annotator.model, [*required_pipes(annotator.sentences), "ner"], option="annotator.model")
 
 
 PRECHECKS: dict[str, Callable[[AnnotatorSection], None]] = {"spacy": check_spacy_model, "stanza": check_stanza}
@@ -149,10 +155,16 @@ class AnnotateFn(beam.DoFn):
         self._passage = passage
         self._articles = articles
         self._annotator: Optional[Annotator] = None
+        self._tally = BundleTally(STAGE)
 
     def setup(self) -> None:
-        self._kept = Metrics.counter(NAMESPACE, f"{STAGE}.kept")
         self._texts = Metrics.counter(NAMESPACE, f"{STAGE}.texts")
+
+    def start_bundle(self) -> None:
+        self._tally.start()
+
+    def finish_bundle(self) -> Iterator[Any]:
+        return self._tally.flush()
 
     def _acquire(self) -> Annotator:
         if self._annotator is None:
@@ -186,7 +198,7 @@ class AnnotateFn(beam.DoFn):
                 except Exception as error:
                     results.append(Reject(STAGE, "annotation_error", article_of(item).id,
                                           f"{type(error).__name__}: {error}"[:300]))
-        yield from route(STAGE, len(batch), results, self._kept)
+        yield from self._tally.route(len(batch), results)
 
 
 class AnnotateWithModel(beam.PTransform):
@@ -236,53 +248,60 @@ class AnnotateArticles(beam.PTransform):
 
 FRESH = "fresh"
 REUSE = "reuse"
+SPLIT_SIDE, STORED_SIDE = 0, 1      # which input of the join a keyed value comes from
 
 
-class MatchStoredFn(beam.DoFn):
-    """Pair each split with its stored annotations when they match (tagged outputs: splits to
-    annotate fresh, and the outcome of each split: reused, not_stored, text_changed, ...)."""
+class ReuseStoredFn(beam.DoFn):
+    """Pair each split with its stored annotations and assemble it when they match; the others
+    go to the FRESH output, to be annotated by the model. The REUSE output gets, per bundle,
+    `(outcome, n)` for the outcome of each split (reused, not_stored, text_changed, ...); the
+    annotate stage's tallies of the assembled splits are summed per bundle too (a DoFn for the
+    bundle and for the coreferencer made once per worker)."""
 
-    def __init__(self, settings_hash: str):
+    def __init__(self, settings_hash: str, annotator: AnnotatorSection, coref: CorefSection):
         self._settings_hash = settings_hash
-
-    def process(self, grouped: tuple[str, dict[str, list]]) -> Iterator[Any]:
-        _, groups = grouped
-        for split in groups["splits"]:
-            annotation, outcome = match_stored(split.article, groups["stored"], self._settings_hash)
-            Metrics.counter(NAMESPACE, f"{STAGE}.{outcome}").inc()
-            yield beam.pvalue.TaggedOutput(REUSE, outcome)
-            if annotation is None:
-                yield beam.pvalue.TaggedOutput(FRESH, split)
-            else:
-                yield split, annotation
-
-
-class AssembleStoredFn(beam.DoFn):
-    """Assemble splits from their stored unit annotations (the coreferencer made per worker)."""
-
-    def __init__(self, annotator: AnnotatorSection, coref: CorefSection):
         self._labels = frozenset(annotator.labels)
         self._propagate = annotator.propagate_names
+        self._rules = tuple(annotator.ner_rules)
         self._coref_name = coref.name
+        self._tally = BundleTally(STAGE)
+        self._outcomes: dict[str, int] = {}
 
     def setup(self) -> None:
         self._coreferencer = make_coreferencer(self._coref_name)
-        self._kept = Metrics.counter(NAMESPACE, f"{STAGE}.kept")
 
-    def process(self, pair: tuple[PassageSplit, ArticleAnnotation]) -> Iterator[Any]:
-        split, annotation = pair
-        yield from route(STAGE, 1, [assemble_units(split, annotation, self._labels, self._coreferencer,
-                                                   self._propagate)], self._kept)
+    def start_bundle(self) -> None:
+        self._tally.start()
+        self._outcomes = {}
+
+    def process(self, grouped: tuple[str, Iterable[tuple[int, Any]]]) -> Iterator[Any]:
+        splits, stored = split_sides(grouped[1], SPLIT_SIDE)
+        for split in splits:
+            annotation, outcome = match_stored(split.article, stored, self._settings_hash)
+            self._outcomes[outcome] = self._outcomes.get(outcome, 0) + 1
+            if annotation is None:
+                yield beam.pvalue.TaggedOutput(FRESH, split)
+            else:
+                yield from self._tally.route(1, [assemble_units(
+                    split, annotation, self._labels, self._coreferencer, self._propagate, rules=self._rules)])
+
+    def finish_bundle(self) -> Iterator[Any]:
+        for outcome, n in self._outcomes.items():
+            Metrics.counter(NAMESPACE, f"{STAGE}.{outcome}").inc(n)
+            yield beam.pvalue.TaggedOutput(REUSE, GlobalWindows.windowed_value((outcome, n)))
+        self._outcomes = {}
+        yield from self._tally.flush()
 
 
 class CountOutcomes(beam.CombineFn):
-    """Count strings into a `{outcome: count}` dict (the reuse outcomes of a run)."""
+    """Sum `(outcome, n)` pairs into a `{outcome: count}` dict (the reuse outcomes of a run)."""
 
     def create_accumulator(self) -> dict[str, int]:
         return {}
 
-    def add_input(self, counts: dict[str, int], outcome: str) -> dict[str, int]:
-        counts[outcome] = counts.get(outcome, 0) + 1
+    def add_input(self, counts: dict[str, int], outcome_count: tuple[str, int]) -> dict[str, int]:
+        outcome, n = outcome_count
+        counts[outcome] = counts.get(outcome, 0) + n
         return counts
 
     def merge_accumulators(self, accumulators: Iterable[dict[str, int]]) -> dict[str, int]:
@@ -301,8 +320,20 @@ def matching_paths(pattern: str) -> list[str]:
     return sorted(m.path for result in FileSystems.match([pattern]) for m in result.metadata_list)
 
 
-def parquet_rows(path: str) -> Iterator[dict]:
-    """The rows of one Parquet file as dicts, a record batch at a time (any Beam filesystem).
+# What matching and assembling need of a stored row (the MinHash columns go to near-duplicate removal).
+UNIT_COLUMNS = ("article_id", "text_hash", "annotator", "settings", "settings_hash", "paragraphs",
+                "highlights", "sentences", "mentions")
+
+
+def keyed_stored_rows(path: str) -> Iterator[tuple[str, tuple[int, dict]]]:
+    """`(article id, (STORED_SIDE, row))` for each stored row of one Parquet shard."""
+    for row in parquet_rows(path, UNIT_COLUMNS):
+        yield row["article_id"], (STORED_SIDE, row)
+
+
+def parquet_rows(path: str, columns: Optional[Sequence[str]] = None) -> Iterator[dict]:
+    """The rows of one Parquet file as dicts, a record batch at a time (any Beam filesystem);
+    with `columns`, only those of them the file has.
 
     Lighter than `beam.io.ReadFromParquet` for the stored annotations: a shard is read by one
     worker, and the rows are converted by pyarrow, not row by row in Python.
@@ -310,8 +341,33 @@ def parquet_rows(path: str) -> Iterator[dict]:
     import pyarrow.parquet as pq
 
     with FileSystems.open(path) as handle:
-        for batch in pq.ParquetFile(handle).iter_batches():
+        parquet = pq.ParquetFile(handle)
+        names = None if columns is None else [c for c in columns if c in parquet.schema_arrow.names]
+        for batch in parquet.iter_batches(columns=names):
             yield from batch.to_pylist()
+
+
+def keyed_stored_signatures(path: str, key: str) -> Iterator[tuple[str, tuple[int, tuple[str, list[int]]]]]:
+    """`(article id, (SIGNATURE, (text hash, signature values)))` for each stored MinHash
+    signature of one shard that was made as `key` (`store.minhash_key`) says; older shards have
+    none."""
+    for row in parquet_rows(path, ("article_id", "text_hash", "minhash_key", "minhash")):
+        if row.get("minhash_key") == key and row.get("minhash"):
+            yield row["article_id"], (SIGNATURE, (row["text_hash"], row["minhash"]))
+
+
+class StoredSignatures(beam.PTransform):
+    """The MinHash signatures stored with the annotations under `path` (a `csdata record
+    annotate` output) that were made as `key` says, for `DropNearDuplicates(signatures=...)`."""
+
+    def __init__(self, path: str, key: str):
+        super().__init__()
+        self._path, self._key = path.rstrip("/"), key
+
+    def expand(self, pbegin):
+        shards = matching_paths(f"{self._path}/{TABLE}/*.parquet")
+        return (pbegin | "SignatureShards" >> beam.Create(shards)
+                | "ReadSignatures" >> beam.FlatMap(keyed_stored_signatures, self._key))
 
 
 class AnnotateFromStore(beam.PTransform):
@@ -330,24 +386,22 @@ class AnnotateFromStore(beam.PTransform):
     def expand(self, splits):
         section = self._annotator
         _, settings_hash = settings_key(model_settings(section))
-        stored = (splits.pipeline
-                  | "StoredPattern" >> beam.Create([f"{self._path}/{TABLE}/*.parquet"])
-                  | "StoredShards" >> beam.FlatMap(matching_paths)
-                  | "SpreadShards" >> beam.Reshuffle()
-                  | "ReadStored" >> beam.FlatMap(parquet_rows)
-                  | "KeyStored" >> beam.Map(lambda row: (row["article_id"], row)))
-        keyed = splits | "KeySplits" >> beam.Map(lambda split: (split.article.id, split))
-        matched = ({"splits": keyed, "stored": stored} | "JoinStored" >> beam.CoGroupByKey()
-                   | "MatchStored" >> beam.ParDo(MatchStoredFn(settings_hash))
-                   .with_outputs(FRESH, REUSE, main="reused"))
+        # The shards are listed when the pipeline is built: `Create` spreads several of them over
+        # workers by itself, with no runtime listing step and no extra reshuffle.
+        shards = matching_paths(f"{self._path}/{TABLE}/*.parquet")
+        stored = (splits.pipeline | "StoredShards" >> beam.Create(shards)
+                  | "ReadStored" >> beam.FlatMap(keyed_stored_rows))
+        keyed = splits | "KeySplits" >> beam.Map(lambda split: (split.article.id, (SPLIT_SIDE, split)))
+        # A plain GroupByKey over both sides: what CoGroupByKey does, without its tagging steps.
+        matched = ((keyed, stored) | "FlattenJoin" >> beam.Flatten() | "JoinStored" >> beam.GroupByKey()
+                   | "ReuseStored" >> beam.ParDo(ReuseStoredFn(settings_hash, section, self._coref))
+                   .with_outputs(FRESH, REUSE, REJECTS, TALLIES, main="annotated"))
         self.reuse = matched[REUSE]
-        assembled = (matched.reused | "AssembleStored" >> beam.ParDo(AssembleStoredFn(section, self._coref))
-                     .with_outputs(REJECTS, TALLIES, main="annotated"))
         fresh, fresh_rejects, fresh_tallies = matched[FRESH] | "Model" >> AnnotateWithModel(
             section, self._coref, section.name, self._passage)
-        return ((assembled.annotated, fresh) | "FlattenAnnotated" >> beam.Flatten(),
-                (assembled[REJECTS], fresh_rejects) | "FlattenRejects" >> beam.Flatten(),
-                (assembled[TALLIES], fresh_tallies) | "FlattenTallies" >> beam.Flatten())
+        return ((matched.annotated, fresh) | "FlattenAnnotated" >> beam.Flatten(),
+                (matched[REJECTS], fresh_rejects) | "FlattenRejects" >> beam.Flatten(),
+                (matched[TALLIES], fresh_tallies) | "FlattenTallies" >> beam.Flatten())
 
 
 def backend_for(article_origin: str, default: str, per_input: Mapping[str, str]) -> str:

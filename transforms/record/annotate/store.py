@@ -3,10 +3,14 @@
 An article's annotations are reused when its text and the annotator settings are those they
 were made with. The text is keyed by `Article.content_key()` (sha1 of the paragraphs and the
 highlights); the settings are the ones that shape the model's output: the backend, the spaCy
-model and the package that provides it (name and version), the sentence splitter, the spaCy
-version and the layout of the stored units (`FORMAT`). Settings applied after the model pass
+model and the package that provides it (name and version), the sentence splitter (and the
+version of its rules, for the rule-based one), the spaCy version and the layout of the stored units (`FORMAT`). Settings applied after the model pass
 (labels, name propagation, coreference, the passage split, every filter threshold) and batch
 sizes are not part of the key: a variant of them reuses every annotation.
+
+Each row also holds the article's MinHash signature with what it was made with
+(`minhash_key`), so that near-duplicate removal of a generate run from the annotations hashes
+no shingles for an unchanged article made with the same shingle size, permutations and seed.
 
 Chains are not stored: which mentions are passage or rest mentions, and their reading order
 (passage, highlights, rest), depend on the split, and chains depend on `annotator.labels` and
@@ -23,6 +27,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from data_specs.models import AnnotatorSection
 from transforms.core.models import PYPI_BUILDS
+from transforms.record.annotate.sentences import RULES_VERSION
 from transforms.record.annotation import ArticleAnnotation, UnitAnnotation
 from transforms.record.article import Article
 
@@ -88,6 +93,7 @@ def model_settings(annotator: AnnotatorSection) -> dict[str, Any]:
         "model": annotator.model,
         **spacy_model_identity(annotator.model),
         "sentences": annotator.sentences,
+        **({"sentence_rules": RULES_VERSION} if annotator.sentences == "corenlp" else {}),
         "spacy": _distribution_version("spacy"),
         "format": FORMAT,
     }
@@ -99,10 +105,23 @@ def settings_key(settings: Mapping[str, Any]) -> tuple[str, str]:
     return text, hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
-def annotation_row(annotation: ArticleAnnotation) -> dict[str, Any]:
-    """The Parquet row of an article's annotations (schema `annotations`; `end` inclusive)."""
+def minhash_key(shingle_size: int, num_perm: int, seed: int) -> str:
+    """What a stored MinHash signature depends on besides the article's text: the shingle size,
+    the permutations, the seed and the datasketch version (its hashing scheme)."""
+    return f"shingles={shingle_size} perm={num_perm} seed={seed} datasketch={_distribution_version('datasketch')}"
+
+
+def annotation_row(annotation: ArticleAnnotation, minhash: tuple[str, Sequence[int]] = ("", ())
+                   ) -> dict[str, Any]:
+    """The Parquet row of an article's annotations (schema `annotations`; `end` inclusive).
+
+    `minhash` is `(minhash_key, signature)` of the article's MinHash, made when annotating so
+    that generate runs from these annotations skip it (`("", ())`: none).
+    """
     units = annotation.paragraphs + annotation.highlights
     return {
+        "minhash_key": minhash[0],
+        "minhash": [int(v) for v in minhash[1]],
         "article_id": annotation.article_id,
         "text_hash": annotation.text_hash,
         "annotator": annotation.annotator,

@@ -1,0 +1,90 @@
+"""The `csdata report` page of a demo run of each dataset, in headless Chromium: every chart
+rendered (non-zero size, drawn paths), no console errors, the funnel's reject reasons open on a
+click to their example rejects, nothing wider than a 390 px phone screen. Saves the screenshots
+report_record, report_cosmos and report_protoqa (`make screenshots` puts them in docs/)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from pipeline.cli import main
+from tests.browser.conftest import PHONE, console_errors
+
+pytestmark = pytest.mark.slow       # runs the three demo pipelines (spaCy, MiniLM) once
+
+# ProtoQA's question curation rejects rows at every stage; its release run (the clusters after
+# adjudication) rejects none in the demo, so it is checked without the click.
+RUNS = {"record": "record", "cosmos": "cosmos", "protoqa": "protoqa/questions"}
+PAGES = {**RUNS, "protoqa_release": "protoqa/release"}
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, Path]:
+    """`csdata demo`, then `csdata report` of its ReCoRD, Cosmos and ProtoQA runs."""
+    root = tmp_path_factory.mktemp("report-demo")
+    assert main(["demo", "--output", str(root / "demo")]) == 0
+    pages = {}
+    for name, run in PAGES.items():
+        assert main(["report", str(root / "demo" / run), "--output", str(root / name)]) == 0
+        pages[name] = root / name / "index.html"
+    return pages
+
+
+SVG_FACTS = """return Array.from(document.querySelectorAll('main svg')).map(function (svg) {
+  var box = svg.getBoundingClientRect();
+  return {w: box.width, h: box.height, paths: svg.querySelectorAll('path').length,
+          title: svg.querySelector('title') ? svg.querySelector('title').textContent : '',
+          label: svg.getAttribute('aria-label') || ''};
+});"""
+
+
+def check_rendered(browser) -> None:
+    """Every chart drawn and labelled, the headings and table headers in place."""
+    svgs = browser.execute_script(SVG_FACTS)
+    assert len(svgs) >= 3, svgs                 # the lengths (at least 2 charts) and the funnel
+    for svg in svgs:
+        assert svg["w"] > 100 and svg["h"] > 50, svg
+        assert svg["paths"] > 0 and svg["title"] and svg["label"] == svg["title"], svg
+    headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "h2")]
+    assert headings[:2] == ["Table 1 beside the paper's", "Length distributions"] and "Stage funnel" in headings
+    assert browser.find_elements(By.CSS_SELECTOR, "table th[scope=col]")
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_report_renders_every_plot_and_opens_rejects(name, reports, browser, screenshot):
+    browser.get(reports[name].as_uri())
+    check_rendered(browser)
+
+    reasons = browser.find_elements(By.CSS_SELECTOR, "details.reason")
+    assert reasons, "the demo runs reject records at some stage"
+    first = reasons[0]
+    assert first.get_attribute("open") is None
+    example = first.find_element(By.CSS_SELECTOR, "li code")
+    assert not example.is_displayed()
+    screenshot(browser, f"report_{name}")       # before any click: every reason closed
+    first.find_element(By.TAG_NAME, "summary").click()
+    assert first.get_attribute("open") is not None
+    assert example.is_displayed() and example.text
+    assert console_errors(browser) == []
+
+
+def test_release_report_renders(reports, browser):
+    browser.get(reports["protoqa_release"].as_uri())
+    check_rendered(browser)
+    assert "Coverage rule" in [h.text for h in browser.find_elements(By.CSS_SELECTOR, "h2")]
+    assert console_errors(browser) == []
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_report_fits_a_phone(name, reports, phone_browser):
+    # Headless Chromium keeps windows at least 500 px wide: emulate the phone's viewport instead.
+    phone_browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
+    phone_browser.get(reports[name].as_uri())
+    assert phone_browser.execute_script("return document.documentElement.clientWidth") == PHONE[0]
+    assert phone_browser.execute_script("return document.documentElement.scrollWidth") <= PHONE[0]
+    for svg in phone_browser.execute_script(SVG_FACTS):
+        assert 0 < svg["w"] <= PHONE[0], svg
+    assert console_errors(phone_browser) == []
