@@ -74,6 +74,14 @@ def console_errors(driver) -> list[str]:
     return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
+def whole_page(driver, width: int, mobile: bool = False) -> None:
+    """Make the viewport `width` CSS px wide and as tall as the page (at most 4000 px), so that a
+    screenshot shows all of it; `mobile` as a phone's viewport."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": min(height, 4000), "deviceScaleFactor": 1, "mobile": mobile})
+
+
 @pytest.fixture
 def screenshot(tmp_path: Path):
     """`screenshot(driver, name)` saves a full-page PNG and returns its path."""

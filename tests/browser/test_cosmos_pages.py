@@ -15,7 +15,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from data_specs import load_spec
 from pipeline import cosmos
 from pipeline.cli import main
-from tests.browser.conftest import console_errors
+from tests.browser.conftest import console_errors, whole_page
 from transforms.core.io import read_table
 from transforms.core.platforms import MTURK_RESULT_COLUMNS, fill_template, serve_preview
 from transforms.cosmos import crowd
@@ -47,18 +47,6 @@ def run(tmp_path_factory) -> Path:
 def rows_of(batch: Path) -> list[dict[str, str]]:
     with batch.open(encoding="utf-8", newline="") as handle:
         return list(csv.DictReader(handle))
-
-
-def phone_viewport(driver, height: int = 844) -> None:
-    """A 390 CSS px wide mobile viewport: Chromium keeps windows at least 500 px wide."""
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": 390, "height": height, "deviceScaleFactor": 1, "mobile": True})
-
-
-def whole_page(driver, width: int, mobile: bool = False) -> None:
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": min(height, 4000), "deviceScaleFactor": 1, "mobile": mobile})
 
 
 class Page:
@@ -156,7 +144,6 @@ def test_writing_page_round_trip(browser, run, writing, screenshot, tmp_path):
 
 
 def test_writing_page_on_a_phone(phone_browser, writing, screenshot):
-    phone_viewport(phone_browser)
     page = Page(phone_browser, fill_template(writing["template"], writing["row"]),
                 "return document.getElementById('paragraph').textContent.length > 0")
     try:
@@ -230,7 +217,6 @@ def test_validation_page_requires_every_judgement(browser, validation):
 
 
 def test_validation_page_on_a_phone(phone_browser, validation, screenshot):
-    phone_viewport(phone_browser)
     page = Page(phone_browser, fill_template(validation["template"], validation["rows"][0]),
                 "return document.querySelectorAll('input[name=chosen_answer]').length > 0")
     try:

@@ -13,7 +13,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 from data_specs import load_spec
-from tests.browser.conftest import console_errors
+from tests.browser.conftest import console_errors, whole_page
 from transforms.core.io import read_table
 from transforms.core.platforms import MTURK_RESULT_COLUMNS, fill_template, serve_preview
 from transforms.record.crowd import export_hits, import_results
@@ -122,21 +122,7 @@ def test_nothing_is_submitted_before_an_entity_is_chosen(browser, exported, scre
         server.server_close()
 
 
-def phone_viewport(driver, height: int = 844) -> None:
-    """A 390 CSS px wide mobile viewport: Chromium keeps windows at least 500 px wide."""
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": 390, "height": height, "deviceScaleFactor": 1, "mobile": True})
-
-
-def whole_page(driver, width: int, mobile: bool = False) -> None:
-    """Make the viewport as tall as the page, so that a screenshot shows all of it."""
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": min(height, 4000), "deviceScaleFactor": 1, "mobile": mobile})
-
-
 def test_no_horizontal_scroll_on_a_phone(phone_browser, exported, screenshot):
-    phone_viewport(phone_browser)
     server = open_page(phone_browser, exported)
     try:
         width = phone_browser.execute_script("return document.documentElement.scrollWidth")

@@ -79,9 +79,6 @@ def test_release_report_renders(reports, browser):
 
 @pytest.mark.parametrize("name", list(PAGES))
 def test_report_fits_a_phone(name, reports, phone_browser):
-    # Headless Chromium keeps windows at least 500 px wide: emulate the phone's viewport instead.
-    phone_browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-        "width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
     phone_browser.get(reports[name].as_uri())
     assert phone_browser.execute_script("return document.documentElement.clientWidth") == PHONE[0]
     assert phone_browser.execute_script("return document.documentElement.scrollWidth") <= PHONE[0]

@@ -110,9 +110,8 @@ def write_table(run: Path, table: str, schema: str, rows: list[dict[str, Any]]) 
                    run / table / "part-00000-of-00001.parquet")
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    run = tmp_path_factory.mktemp("filtered")
+def write_filtered_run(run: Path) -> Path:
+    """The invented filtered run: every passage with three queries, plus one the reader answers."""
     passages = [make_passage(i) for i in range(len(NAMES))]
     queries = [make_query(p, i, k) for i, p in enumerate(passages) for k in range(3)]
     queries.append({**make_query(passages[0], 0, 1, reader_correct=True), "query_id": qid(0, 9)})
@@ -120,6 +119,11 @@ def run_dir(tmp_path_factory) -> Path:
     write_table(run, "passages", "passages", passages)
     write_table(run, "queries", "filtered_queries", queries)
     return run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return write_filtered_run(tmp_path_factory.mktemp("filtered"))
 
 
 def spec(*overrides: str) -> RecordSpec:

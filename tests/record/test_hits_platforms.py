@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import random
 import re
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,12 @@ from typing import Any
 import pytest
 
 from pipeline.cli import main
-from tests.record.test_hits import NAMES, Simulation, make_passage, make_query, qid, spec, write_table
+from tests.record.test_hits import (
+    Simulation,
+    qid,
+    spec,
+    write_filtered_run,
+)
 from transforms.core.errors import UserError
 from transforms.core.io import read_table
 from transforms.core.pages import form_field_names
@@ -28,13 +32,7 @@ FIELDS = Path(__file__).resolve().parents[1] / "data" / "platforms" / "record_va
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    run = tmp_path_factory.mktemp("filtered")
-    passages = [make_passage(i) for i in range(len(NAMES))]
-    queries = [make_query(p, i, k) for i, p in enumerate(passages) for k in range(3)]
-    queries.append({**make_query(passages[0], 0, 1, reader_correct=True), "query_id": qid(0, 9)})
-    random.Random(3).shuffle(queries)
-    write_table(run, "passages", "passages", passages)
-    write_table(run, "queries", "filtered_queries", queries)
+    run = write_filtered_run(tmp_path_factory.mktemp("filtered"))
     (run / "summary.json").write_text('{"stages": {}}')
     return run
 

@@ -108,11 +108,7 @@ def mark_passage(text: str, entities: Iterable[Mapping[str, Any]], options: Sequ
     number = {opt.key: opt.number for opt in options}
     pieces: list[str] = []
     cursor = 0
-    for ent in sorted(entities or [], key=lambda e: (e["start"], -e["end"])):
-        start, stop = ent["start"], ent["end"] + 1
-        n = number.get(normalize_answer(ent["text"]))
-        if n is None or start < cursor:
-            continue  # no candidate, or overlapping an already marked mention
+    for start, stop, n in hits_pages.candidate_mentions(entities, number):
         pieces.append(text[cursor:start])
         pieces.append(f"[{n}: {text[start:stop]}]")
         cursor = stop

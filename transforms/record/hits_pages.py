@@ -21,7 +21,7 @@ from __future__ import annotations
 import html as html_lib
 import json
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence, Union
+from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
 from transforms.core import pages
 from transforms.core.platforms import (
@@ -132,17 +132,27 @@ def template(display: str) -> str:
     return pages.document("ReCoRD: which entity is " + display + "?", body, _SCRIPT)
 
 
-def segments(text: str, entities: Iterable[Mapping[str, Any]], numbers: Mapping[str, int]) -> list[Any]:
-    """The passage as plain strings and `[number, mention]` pieces (the mentions `mark_passage`
-    marks: a candidate's, not overlapping an earlier one; `end` inclusive); highlights shown as
-    bullet lines."""
-    out: list[Any] = []
+def candidate_mentions(entities: Iterable[Mapping[str, Any]],
+                       numbers: Mapping[str, int]) -> Iterator[tuple[int, int, int]]:
+    """`(start, stop, number)` of the mentions a worker can choose, in text order: those of a
+    candidate (`numbers`, keyed by the normalised answer), each not overlapping an earlier one;
+    `stop` exclusive (the entities' `end` is inclusive)."""
     cursor = 0
     for ent in sorted(entities or [], key=lambda e: (e["start"], -e["end"])):
         start, stop = ent["start"], ent["end"] + 1
         n = numbers.get(normalize_answer(ent["text"]))
         if n is None or start < cursor:
-            continue
+            continue  # no candidate, or overlapping an already chosen mention
+        yield start, stop, n
+        cursor = stop
+
+
+def segments(text: str, entities: Iterable[Mapping[str, Any]], numbers: Mapping[str, int]) -> list[Any]:
+    """The passage as plain strings and `[number, mention]` pieces (`candidate_mentions`);
+    highlights shown as bullet lines."""
+    out: list[Any] = []
+    cursor = 0
+    for start, stop, n in candidate_mentions(entities, numbers):
         if start > cursor:
             out.append(text[cursor:start].replace(HIGHLIGHT, "\n• "))
         out.append([n, text[start:stop]])
