@@ -307,16 +307,9 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             return run_command(module, args, extra)
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if args.command == "stats":
+    if args.command in ("stats", "report"):
         check_run_dir(args.run_dir)
-        code = cmd_stats(args)
-        if code is None:
-            parser.error(f"{args.run_dir} is not the output directory of a ReCoRD, Cosmos QA or "
-                         "ProtoQA run")
-        return code
-    if args.command == "report":
-        check_run_dir(args.run_dir)
-        code = cmd_report(args)
+        code = (cmd_stats if args.command == "stats" else cmd_report)(args)
         if code is None:
             parser.error(f"{args.run_dir} is not the output directory of a ReCoRD, Cosmos QA or "
                          "ProtoQA run")
