@@ -133,6 +133,7 @@ class PassageSection(SpecModel):
 
     strategy: Literal["shortest_leading"]
     min_tokens: Count
+    tokens: Literal["whitespace", "words"]
     min_entities: Count
     max_highlights: Count
 
@@ -160,7 +161,7 @@ class DeepmindMetadataOptions(SpecModel):
 
 
 # The NER post-processing rules of `transforms.record.annotate.ner_rules` (kept in step by a test).
-NerRuleName = Literal["dateline", "honorifics", "spaced_dash", "bullets", "apposition",
+NerRuleName = Literal["dateline", "honorifics", "leading_the", "spaced_dash", "bullets", "apposition",
                       "inner_possessive", "plural_possessive", "lowercase_gap", "surnames",
                       "contained"]
 
@@ -188,10 +189,15 @@ class AnnotatorSection(SpecModel):
         return self
 
 
+# The optional rules of `transforms.record.annotate.coref` (kept in step by a test).
+CorefRuleName = Literal["acronyms_any_label"]
+
+
 class CorefSection(SpecModel):
     """ReCoRD §3.2: the named-entity coreference linking a query's entity to passage mentions."""
 
     name: Literal["rules"]
+    rules: List[CorefRuleName]
 
 
 class QuerySection(SpecModel):

@@ -19,6 +19,15 @@ def count_tokens(text: str) -> int:
     return sum(1 for _ in _TOKEN.finditer(text))
 
 
+def count_whitespace_tokens(text: str) -> int:
+    """Number of whitespace-separated tokens in `text` (punctuation stays on its word).
+
+    ReCoRD's counts are of these: every published passage body has at least 100 of them, and
+    Table 1's tokens per passage and per query match them, not word-and-punctuation tokens.
+    """
+    return len(text.split())
+
+
 def ngrams(tokens: list[str], n: int) -> set[tuple[str, ...]]:
     """The set of lowercased n-grams of a token list."""
     lowered = [t.lower() for t in tokens]

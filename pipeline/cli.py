@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--output", required=True, help="folder to write index.html into")
     report.add_argument("--sample-rows", type=_count, default=5, metavar="N",
                         help="rows of the dataset shown (default 5; 0 shows no text of the inputs)")
+    report.add_argument("--reference", metavar="FILE",
+                        help="a published release file of the run's dataset (ReCoRD official JSON/JSONL, "
+                             "Cosmos QA CSV/JSONL, ProtoQA protoqa-data JSONL): its Table 1 column and "
+                             "distributions beside the run's, computed by the same code")
 
     describe = commands.add_parser(
         "describe", help="a Parquet file's metadata, rows and fields (types and descriptions)",
@@ -164,7 +168,8 @@ def cmd_report(args) -> Optional[int]:
         if module.is_run(args.run_dir):
             dataset = module.__name__.rsplit(".", 1)[-1]
             builder = importlib.import_module(f"transforms.{dataset}.report")
-            print(write_report(builder.build(args.run_dir, args.sample_rows), args.output))
+            report = builder.build(args.run_dir, args.sample_rows, args.reference)
+            print(write_report(report, args.output))
             return 0
     return None
 

@@ -307,8 +307,10 @@ def _hits(args) -> int:
         from transforms.core.platforms import preview
 
         return preview(preview_page(args.run_dir, spec.hits, args.triple), args.port)
+    from transforms.core.provenance import file_metadata
+
     summary = import_results(args.run_dir, args.results, args.output, spec.hits, spec.splits, spec.seed,
-                             args.hits_format)
+                             args.hits_format, file_metadata(spec, [args.run_dir, args.results]))
     splits = ", ".join(f"{name} {entry['triples']}" for name, entry in summary["splits"].items())
     print(f"splits: {splits}; workers blocked: {summary['workers']['blocked']} of "
           f"{summary['workers']['total']} (their assignments: {args.output}/republish.csv)")
@@ -411,11 +413,18 @@ def is_run(path) -> bool:
 
 
 def stats(path) -> str:
-    """The run's Table 1 statistics beside the paper's."""
+    """The run's Table 1 statistics beside the paper's; of a `hits import` run, one table per
+    split of its validated queries."""
     from data_specs import RecordSpec, load_dataset_spec
+    from transforms.record.report import query_tables
     from transforms.record.stats import format_table, record_stats
 
-    return format_table(record_stats(str(path)), load_dataset_spec(RecordSpec, "record").paper_table1)
+    paper = load_dataset_spec(RecordSpec, "record").paper_table1
+    tables = query_tables(path)
+    if tables == ("queries",) or not tables:
+        return format_table(record_stats(str(path)), paper)
+    return "\n".join(f"split {table} (validated queries of a `hits import` run; the paper's column is its "
+                     f"training split)\n{format_table(record_stats(str(path), table), paper)}" for table in tables)
 
 
 def demo(output_dir: Path, make_options) -> bool:

@@ -14,23 +14,26 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs import RecordSpec
 from pipeline.runner import clear_output, default_options, run_pipeline
-from transforms.core.dedup import DEDUP_NEAR, DropNearDuplicates, MinHasher
+from transforms.core.accounting import Reject
+from transforms.core.dedup import DEDUP_NEAR, SIGNATURE, DropNearDuplicates, MinHasher
 from transforms.core.errors import UserError
 from transforms.core.io import read_summary, write_json
 from transforms.core.progress import ProgressLine
 from transforms.core.provenance import file_metadata
-from transforms.core.sinks import WriteTable
-from transforms.core.stages import Ledger, Stage, Summarize, split_sides
+from transforms.core.sinks import WriteTable, WriteTables
+from transforms.core.stages import ChainedStages, Ledger, Stage, StageStep, Summarize, split_sides
 from transforms.record.annotate import STAGE as ANNOTATE_STAGE
 from transforms.record.annotate.backends.allennlp import write_inputs
 from transforms.record.annotate.compare import CompareAnnotations, compare_report
 from transforms.record.annotate.stage import (
+    STORED_SIDE,
+    UNIT_COLUMNS,
     Annotate,
     AnnotateArticles,
-    CountOutcomes,
-    StoredSignatures,
     check_cacheable,
     check_models,
+    matching_paths,
+    parquet_rows,
     single_backend,
 )
 from transforms.record.annotate.store import TABLE as ANNOTATIONS_TABLE
@@ -60,8 +63,9 @@ FILTER_FILES = ("summary.json", "stages.json", "folds.json")
 STAGES = [READ_STAGE, DEDUP_ID, DEDUP_NEAR, SPLIT, ANNOTATE_STAGE, PASSAGE_STAGE, SENTENCE_STAGE]
 ANNOTATE_STAGES = [READ_STAGE, DEDUP_ID, SPLIT, ANNOTATE_STAGE]
 ANNOTATE_TABLES = (ANNOTATIONS_TABLE, "rejects")
-# Written by a generate run with stored annotations, then merged into summary.json.
-REUSE_FILE = "annotation_reuse.json"
+# The reuse outcomes' tallies of a generate run with stored annotations (summary.json's entry
+# of that name, which `run_record` turns into its `annotations` entry).
+REUSE_SECTION = "annotation_reuse"
 
 
 # --------------------------------------------------------------------------------------------
@@ -82,7 +86,7 @@ class GenerateRecord(beam.PTransform):
 
     With `annotations` (the output of `csdata record annotate`), articles whose text and model
     settings match their stored annotations are not annotated again; how many were reused is
-    written to `REUSE_FILE`.
+    written to summary.json's `REUSE_SECTION` entry.
     """
 
     def __init__(self, spec: RecordSpec, inputs: Sequence[str], output: str,
@@ -109,37 +113,69 @@ class GenerateRecord(beam.PTransform):
         articles = articles | "ProgressRead" >> progress.step("read", "articles")
         url_info = read_url_info(pbegin, self._url_lists)
         articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds(url_info))
+        signatures = stored = None
+        if self._annotations:   # one pass over the stored shards: rows for Annotate, signatures for dedup
+            read = pbegin | "StoredAnnotations" >> ReadStoredAnnotations(
+                self._annotations, minhash_key(near.shingle_size, near.num_perm, spec.seed))
+            stored, signatures = read.rows, (read[SIGNATURES] if near.enabled else None)
         if near.enabled:
             size = near.shingle_size
             # From annotations, the signatures stored with them are used where the text matches.
-            signatures = (pbegin | "StoredSignatures" >> StoredSignatures(
-                self._annotations, minhash_key(size, near.num_perm, spec.seed))) if self._annotations else None
             articles = collect(articles | "DropNearDuplicates" >> DropNearDuplicates(
                 near.threshold, near.num_perm, spec.seed,
                 shingles=lambda a: shingles(a, size), key=lambda a: a.id,
                 max_bucket=near.max_bucket, signatures=signatures, content_key=text_hash))
         splits = collect(articles | "SplitPassages" >> Stage(SPLIT, make_split_fn(passage)))
-        annotate = Annotate(spec.annotator, spec.coref, passage, self._annotations)
+        annotate = Annotate(spec.annotator, spec.coref, passage, self._annotations, stored)
         annotated = collect(splits | "Annotate" >> annotate)
-        if annotate.reuse is not None:   # no file when no article reached annotation
-            (annotate.reuse | "CountReuse" >> beam.CombineGlobally(CountOutcomes()).without_defaults()
-             | "WriteReuse" >> beam.Map(lambda counts: write_json(f"{out}/{REUSE_FILE}", counts)))
+        if annotate.reuse is not None:   # summed with the tallies, into summary.json's REUSE_SECTION
+            ledger.tallies.append(annotate.reuse | "ReuseTallies" >> beam.Map(
+                lambda outcome_count: ((REUSE_SECTION, outcome_count[0]), outcome_count[1])))
         annotated = annotated | "ProgressAnnotated" >> progress.step("annotated", "articles")
-        passages = collect(annotated | "FilterPassages" >> Stage(
-            PASSAGE_STAGE, lambda a: filter_passage(a, passage)))
-        sentence_results = collect(passages | "FilterSentences" >> Stage(
-            SENTENCE_STAGE, lambda a: sentence_queries(a, query), units=lambda a: len(a.sentences)))
-        queries = (sentence_results | "FlattenQueries" >> beam.FlatMap(lambda rows: rows)
-                   | "ProgressQueries" >> progress.step("written", "queries"))
+        # Both filters and the passage rows in one step (each stage keeps its own accounting).
+        queries, rejects, tallies, passage_rows = annotated | "FilterPassagesAndSentences" >> ChainedStages([
+            StageStep(PASSAGE_STAGE, lambda a: filter_passage(a, passage),
+                      emit=lambda a: (passage_row(a),), output="passages"),
+            StageStep(SENTENCE_STAGE, lambda a: sentence_queries(a, query),
+                      units=lambda a: len(a.sentences), emit=lambda rows: rows)])
+        collect((queries, rejects, tallies))
+        queries = queries | "ProgressQueries" >> progress.step("written", "queries")
 
-        (passages | "PassageRows" >> beam.Map(passage_row)
-         | "WritePassages" >> WriteTable(out, "passages", shards, file_metadata=self._meta))
-        queries | "WriteQueries" >> WriteTable(out, "queries", shards, file_metadata=self._meta)
-        (ledger.rejects | "FlattenRejects" >> beam.Flatten()
-         | "RejectRows" >> beam.Map(lambda r: r.row())
-         | "WriteRejects" >> WriteTable(out, "rejects", shards, file_metadata=self._meta))
+        rejects = ledger.rejects | "FlattenRejects" >> beam.Flatten()
+        (passage_rows, queries, rejects) | "WriteTables" >> WriteTables(
+            out, TABLES, shards, file_metadata=self._meta, row_of={"rejects": Reject.row})
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
-                | "Summarize" >> Summarize(f"{out}/summary.json", STAGES))
+                | "Summarize" >> Summarize(f"{out}/summary.json", STAGES, sections=(REUSE_SECTION,), few=True))
+
+
+SIGNATURES = "signatures"
+
+
+class ReadStoredAnnotations(beam.PTransform):
+    """The rows stored under `path` (a `csdata record annotate` output), keyed for `Annotate`'s
+    join (`stage.keyed_stored_rows`), and on the SIGNATURES output the MinHash signatures made
+    as `key` says, keyed for `DropNearDuplicates` (`stage.keyed_stored_signatures`): one read."""
+
+    def __init__(self, path: str, key: str):
+        super().__init__()
+        self._path, self._key = path.rstrip("/"), key
+
+    def expand(self, pbegin):
+        # Listed when the pipeline is built: `Create` spreads several shards over workers itself.
+        shards = matching_paths(f"{self._path}/{ANNOTATIONS_TABLE}/*.parquet")
+        return (pbegin | "Shards" >> beam.Create(shards)
+                | "Read" >> beam.FlatMap(stored_rows_and_signatures, self._key)
+                .with_outputs(SIGNATURES, main="rows"))
+
+
+def stored_rows_and_signatures(path: str, key: str) -> Iterator[Any]:
+    """`keyed_stored_rows` of one shard, and its `keyed_stored_signatures` on SIGNATURES (the
+    signature columns left out of the rows)."""
+    for row in parquet_rows(path, (*UNIT_COLUMNS, "minhash_key", "minhash")):
+        made, signature = row.pop("minhash_key", None), row.pop("minhash", None)
+        if made == key and signature:
+            yield beam.pvalue.TaggedOutput(SIGNATURES, (row["article_id"], (SIGNATURE, (row["text_hash"], signature))))
+        yield row["article_id"], (STORED_SIDE, row)
 
 
 def reuse_summary(counts: dict[str, int], source: str) -> dict:
@@ -160,21 +196,17 @@ def run_record(spec: RecordSpec, inputs: Sequence[str], output: str, url_lists: 
     check_models(spec.annotator)
     if annotations:
         check_cacheable(spec.annotator)
-    clear_output(output, TABLES, ("summary.json", REUSE_FILE))
+    clear_output(output, TABLES, ("summary.json",))
     pipeline = beam.Pipeline(options=options or default_options())
     pipeline | "GenerateRecord" >> GenerateRecord(
         spec, inputs, output, url_lists, annotations=annotations,
         file_metadata=file_metadata(spec, [*inputs, *url_lists]))
     result = run_pipeline(pipeline)
     if annotations:
-        out = output.rstrip("/")
-        summary = read_summary(f"{out}/summary.json")
-        counts: dict[str, int] = {}
-        if FileSystems.exists(f"{out}/{REUSE_FILE}"):
-            counts = read_summary(f"{out}/{REUSE_FILE}")
-            FileSystems.delete([f"{out}/{REUSE_FILE}"])
-        summary["annotations"] = reuse_summary(counts, annotations)
-        write_json(f"{out}/summary.json", summary)
+        path = f"{output.rstrip('/')}/summary.json"
+        summary = read_summary(path)
+        summary["annotations"] = reuse_summary(summary.pop(REUSE_SECTION, {}), annotations)
+        write_json(path, summary)
     return result
 
 
@@ -206,22 +238,21 @@ class AnnotateRecordArticles(beam.PTransform):
         annotations = collect(articles | "Annotate" >> AnnotateArticles(spec.annotator, spec.coref))
         annotations = annotations | "ProgressAnnotated" >> progress.step("annotated", "articles")
         near = spec.curation.near_duplicates
-        if near.enabled:   # each row also carries the article's MinHash signature (joined by id)
-            hasher = MinHasher(near.threshold, near.num_perm, spec.seed)
-            key, size = minhash_key(near.shingle_size, near.num_perm, spec.seed), near.shingle_size
-            signed = (articles | "Signatures" >> beam.Map(
-                lambda a: (a.id, (1, (key, article_signature(a, hasher, size))))))
-            rows = (((annotations | "KeyAnnotations" >> beam.Map(lambda a: (a.article_id, (0, a)))), signed)
-                    | "FlattenSigned" >> beam.Flatten() | "JoinSignatures" >> beam.GroupByKey()
-                    | "AnnotationRows" >> beam.FlatMap(signed_rows))
-        else:
-            rows = annotations | "AnnotationRows" >> beam.Map(annotation_row)
-        rows | "WriteAnnotations" >> WriteTable(out, ANNOTATIONS_TABLE, shards, file_metadata=self._meta)
-        (ledger.rejects | "FlattenRejects" >> beam.Flatten()
-         | "RejectRows" >> beam.Map(lambda r: r.row())
-         | "WriteRejects" >> WriteTable(out, "rejects", shards, file_metadata=self._meta))
+        rules = tuple(spec.annotator.ner_rules)
+        # Each row also carries the entities after the NER post-rules (made from the article's
+        # texts) and, with near-duplicate removal on, the article's MinHash signature: joined by id.
+        hasher = MinHasher(near.threshold, near.num_perm, spec.seed) if near.enabled else None
+        key, size = minhash_key(near.shingle_size, near.num_perm, spec.seed), near.shingle_size
+        sides = articles | "ArticleSides" >> beam.Map(
+            lambda a: (a.id, (1, (article_minhash(a, hasher, key, size), [*a.paragraphs, *a.highlights]))))
+        rows = (((annotations | "KeyAnnotations" >> beam.Map(lambda a: (a.article_id, (0, a)))), sides)
+                | "FlattenSides" >> beam.Flatten() | "JoinArticles" >> beam.GroupByKey()
+                | "AnnotationRows" >> beam.FlatMap(signed_rows, rules))
+        rejects = ledger.rejects | "FlattenRejects" >> beam.Flatten()
+        (rows, rejects) | "WriteTables" >> WriteTables(
+            out, ANNOTATE_TABLES, shards, file_metadata=self._meta, row_of={"rejects": Reject.row})
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
-                | "Summarize" >> Summarize(f"{out}/summary.json", ANNOTATE_STAGES))
+                | "Summarize" >> Summarize(f"{out}/summary.json", ANNOTATE_STAGES, few=True))
 
 
 def article_signature(article: Article, hasher: MinHasher, size: int) -> list[int]:
@@ -230,11 +261,20 @@ def article_signature(article: Article, hasher: MinHasher, size: int) -> list[in
     return [] if signature is None else [int(v) for v in signature]
 
 
-def signed_rows(grouped: tuple[str, Iterable[tuple[int, Any]]]) -> Iterator[dict]:
-    """The annotation row of an article with its signature (none when it was not annotated)."""
-    annotations, signatures = split_sides(grouped[1], 0)
+def article_minhash(article: Article, hasher: Optional[MinHasher], key: str, size: int
+                    ) -> tuple[str, list[int]]:
+    """`(minhash_key, signature)` of an article for its annotation row; `("", [])` without a
+    hasher (near-duplicate removal off)."""
+    return (key, article_signature(article, hasher, size)) if hasher is not None else ("", [])
+
+
+def signed_rows(grouped: tuple[str, Iterable[tuple[int, Any]]], rules: Sequence[str] = ()) -> Iterator[dict]:
+    """The annotation row of an article with its signature and its entities after the NER
+    post-`rules` (no row when the article was not annotated)."""
+    annotations, sides = split_sides(grouped[1], 0)
     for annotation in annotations:
-        yield annotation_row(annotation, signatures[0] if signatures else ("", ()))
+        minhash, texts = sides[0] if sides else (("", ()), None)
+        yield annotation_row(annotation, minhash, texts, rules)
 
 
 def run_annotate(spec: RecordSpec, inputs: Sequence[str], output: str,

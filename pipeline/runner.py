@@ -42,8 +42,28 @@ def default_options() -> PipelineOptions:
     return beam_options([])
 
 
+# glibc's malloc serves a block above its mmap threshold (128 KiB at start) by mmap and returns it
+# to the system when freed, but raises the threshold to the size of each such block freed (up to
+# 32 MiB). The local runner moves a fused stage's whole input and output as single messages of
+# several MiB (5.6 MiB of articles at 1,200 of them, 9 MiB of rejects), so after the first one
+# they come from the heap, whose freed space stays in the process: a `multi_processing` worker
+# at 1,200 articles ended with 178 MiB free in its heap and 72 MiB in use (80 and 67 at 120).
+# A fixed threshold (which also stops the raising) keeps such blocks out of the heap; 1 MiB,
+# not glibc's 128 KiB, which costs spaCy's per-batch arrays an mmap each (+19% worker CPU).
+MALLOC_MMAP_THRESHOLD = 1024 * 1024
+MALLOC_ENV = "MALLOC_MMAP_THRESHOLD_"
+
+
+def bound_worker_heap() -> None:
+    """Fix glibc's mmap threshold for the worker processes the local runner starts from here
+    (`--direct_running_mode=multi_processing`; they inherit this environment), unless the user
+    set one. No effect on this process, on other allocators or on remote runners' workers."""
+    os.environ.setdefault(MALLOC_ENV, str(MALLOC_MMAP_THRESHOLD))
+
+
 def run_pipeline(pipeline: beam.Pipeline):
-    """Run `pipeline` to the end; returns its result."""
+    """Run `pipeline` to the end (its local workers with `bound_worker_heap`); returns its result."""
+    bound_worker_heap()
     result = pipeline.run()
     result.wait_until_finish()
     return result
@@ -75,7 +95,8 @@ def check_beam_args(extra: Sequence[str]) -> None:
         cls = pending.pop()
         pending.extend(cls.__subclasses__())
         with contextlib.suppress(argparse.ArgumentError):
-            cls._add_argparse_args(parser)   # Beam's own hook: how PipelineOptions parses argv
+            # Beam's own hook (how PipelineOptions parses argv); a plain parser takes its calls.
+            cls._add_argparse_args(parser)  # type: ignore[arg-type]
     _, unknown = parser.parse_known_args(list(extra))
     flags = [a for a in unknown if a.startswith("-")]
     if flags:

@@ -17,13 +17,16 @@ the machine filter per reader.
    off (`curation.near_duplicates.enabled=false`), since the copies are near duplicates by
    design. Copy k doubles the k-th space of each paragraph and highlight (`vary`): the
    annotator runs spaCy once on a text repeated within a model call, which would make verbatim
-   copies cheaper than new articles. Shown: wall time of the command (interpreter start and imports included),
+   copies cheaper than new articles. Each copy's articles come in an order of their own
+   (`copy_order`), so the copies of an article do not all go to the same worker. Shown: wall time of the command (interpreter start and imports included),
    articles/s, the speed-up over one worker, and the peak RSS (VmHWM, polled from /proc) of the
    driver and of each worker process, and the speed-up the division of the CPU work allows
    (`CPU-bound`: the 1-worker run's CPU seconds over the driver's plus the busiest worker's),
    which other load skews less than the wall clock when it keeps the workers from a core each.
    Goals: 2 workers >= 1.8x one worker on a few hundred articles; a worker's peak RSS at 10x
-   the input within 1.2x of its RSS at 1x.
+   the input within 1.2x of its RSS at 1x. The workers run with the fixed glibc mmap threshold
+   that `run_pipeline` gives them (`pipeline.runner.bound_worker_heap`; a `MALLOC_MMAP_THRESHOLD_`
+   set before the run is kept instead).
 3. *Machine filter*: `csdata record filter` (5 folds: train per fold, predict, write) on the
    generated triples with each reader; the cross-encoder with few training steps
    (`--cross-steps`), since CPU fine-tuning at the spec's 400 steps per fold takes hours.
@@ -39,6 +42,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import glob
+import hashlib
 import io
 import json
 import os
@@ -89,7 +93,7 @@ def default_inputs() -> list[str]:
 
 def read_articles(inputs: list[str], spec: RecordSpec) -> list[Article]:
     """Every article the read stage keeps from `inputs`, in file order."""
-    articles = []
+    articles: list[Article] = []
     for path in expand_local_inputs(inputs, SUPPORTED_SUFFIXES):
         for matched in sorted(glob.glob(path)):
             with open(matched, "rb") as handle:
@@ -154,7 +158,8 @@ def bench_ratio(inputs: list[str], spec: RecordSpec, rounds: int) -> str:
     texts = annotated_texts(inputs, spec, set(annotated_ids))
     run_bare_once(texts[:200], spec)
 
-    pipeline_runs, bare_runs = [], []
+    pipeline_runs: list[tuple[float, float]] = []
+    bare_runs: list[tuple[float, float]] = []
     for round_ in range(rounds):   # pipeline, bare, bare, pipeline, ...: drift hits both alike
         sides = [(pipeline_runs, lambda: run_pipeline_once(inputs, spec)),
                  (bare_runs, lambda: run_bare_once(texts, spec))]
@@ -204,14 +209,27 @@ def vary(text: str, copy: int) -> str:
     return text[:at] + " " + text[at:]
 
 
+def copy_order(articles: list[Article], copy: int) -> list[Article]:
+    """The articles of copy `copy` > 0 in an order drawn from a hash of their ids and `copy`.
+
+    The runner deals a grouping's keys to the workers in turn, in the order they arrive, so
+    copies in the same order would send every copy of an article to the same worker: each
+    worker would get the same articles at every scale, and the halves' difference in work
+    would be that of the first copy, not of a larger corpus, whose articles come in no
+    particular order."""
+    if not copy:
+        return articles
+    return sorted(articles, key=lambda a: hashlib.sha256(f"{copy}:{a.id}".encode()).digest())
+
+
 def write_copies(articles: list[Article], copies: int, folder: str) -> int:
     """`copies` copies of `articles` as JSONL rows (`article_lines`, so the paragraphs stay as
-    read), one file per copy; copy k > 0 has ids `ID-k` and its texts through `vary`. Returns
-    the number of rows written."""
+    read), one file per copy; copy k > 0 has ids `ID-k`, its texts through `vary`, and its
+    articles in an order of their own (`copy_order`). Returns the number of rows written."""
     os.makedirs(folder, exist_ok=True)
     for k in range(copies):
         with open(os.path.join(folder, f"copy-{k:03d}.jsonl"), "w", encoding="utf-8") as handle:
-            for article in articles:
+            for article in copy_order(articles, k):
                 row = {"id": article.id if k == 0 else f"{article.id}-{k}",
                        "article_lines": [vary(p, k) for p in article.paragraphs],
                        "highlights": [vary(h, k) for h in article.highlights]}
@@ -345,8 +363,10 @@ def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], config
                 output = os.path.join(base, f"out-x{scale}-w{config}")
                 run = results[(scale, config)] = run_measured(
                     generate_command(folder, output, config), output + ".log")
-                if run.code != 0:
-                    print(f"{names[config]:<29}{n:9d}  failed (exit {run.code}); see {output}.log")
+                if run.code != 0:   # the folder goes at the end: show the log's end now
+                    with open(output + ".log", encoding="utf-8", errors="replace") as log:
+                        tail = "".join(log.readlines()[-8:])
+                    print(f"{names[config]:<29}{n:9d}  failed (exit {run.code}); the end of its log:\n{tail}")
                     continue
                 one = results.get((scale, 1))
                 speedup = f"{one.wall / run.wall:.2f}x" if one and one.code == 0 and config else "-"
@@ -427,6 +447,7 @@ def main() -> None:
     args = parser.parse_args()
     inputs = args.input or default_inputs()
     spec = load_spec("record")
+    assert isinstance(spec, RecordSpec)
     print(f"inputs: {', '.join(os.path.relpath(i) for i in inputs)}; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")
     readers = [r for r in args.readers.split(",") if r]

@@ -1,9 +1,12 @@
 """The `csdata report` page of a demo run of each dataset, in headless Chromium: every chart
 rendered (non-zero size, drawn paths), no console errors, the funnel's reject reasons open on a
 click to their example rejects, nothing wider than a 390 px phone screen. Saves the screenshots
-report_record, report_cosmos and report_protoqa (`make screenshots` puts them in docs/)."""
+report_record, report_cosmos and report_protoqa (`make screenshots` puts them in docs/).
+Reports with `--reference` (small invented published files) show the published column and an
+overlay on every length chart."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,9 @@ from selenium.webdriver.common.by import By
 
 from pipeline.cli import main
 from tests.browser.conftest import PHONE, console_errors
+from tests.core.test_report import _record
+from tests.core.test_report_reference import OFFICIAL
+from transforms.core.plots import REFERENCE_COLOUR
 
 pytestmark = pytest.mark.slow       # runs the three demo pipelines (spaCy, MiniLM) once
 
@@ -18,6 +24,17 @@ pytestmark = pytest.mark.slow       # runs the three demo pipelines (spaCy, Mini
 # adjudication) rejects none in the demo, so it is checked without the click.
 RUNS = {"record": "record", "cosmos": "cosmos", "protoqa": "protoqa/questions"}
 PAGES = {**RUNS, "protoqa_release": "protoqa/release"}
+# (run, invented published file) of the pages made with --reference
+REFERENCES = {"record_reference": ("record", "record.json"), "protoqa_reference": ("protoqa/release", "dev.jsonl")}
+
+
+def write_references(folder: Path) -> None:
+    """The invented published files: ReCoRD official JSON, protoqa-data JSONL."""
+    folder.mkdir()
+    (folder / "record.json").write_text(json.dumps(OFFICIAL), encoding="utf-8")
+    (folder / "dev.jsonl").write_text("".join(json.dumps(_record(q, c)) + "\n" for q, c in
+                                      (("r1", [60, 40]), ("r2", [70, 20, 10]), ("r3", [90, 5, 3, 2]))),
+                                      encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +45,11 @@ def reports(tmp_path_factory) -> dict[str, Path]:
     pages = {}
     for name, run in PAGES.items():
         assert main(["report", str(root / "demo" / run), "--output", str(root / name)]) == 0
+        pages[name] = root / name / "index.html"
+    write_references(root / "published")
+    for name, (run, published) in REFERENCES.items():
+        assert main(["report", str(root / "demo" / run), "--output", str(root / name),
+                     "--reference", str(root / "published" / published)]) == 0
         pages[name] = root / name / "index.html"
     return pages
 
@@ -77,7 +99,23 @@ def test_release_report_renders(reports, browser):
     assert console_errors(browser) == []
 
 
-@pytest.mark.parametrize("name", list(PAGES))
+LENGTH_CHARTS = """return Array.from(document.querySelectorAll('#lengths svg')).map(function (svg) {
+  return svg.outerHTML.indexOf(arguments[0]) >= 0;
+});"""
+
+
+@pytest.mark.parametrize("name", list(REFERENCES))
+def test_reference_report_overlays_every_length_chart(name, reports, browser):
+    browser.get(reports[name].as_uri())
+    check_rendered(browser)
+    header = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#table1 thead th")]
+    assert "published" in header
+    overlaid = browser.execute_script(LENGTH_CHARTS.replace("arguments[0]", json.dumps(REFERENCE_COLOUR)))
+    assert overlaid and all(overlaid), overlaid
+    assert console_errors(browser) == []
+
+
+@pytest.mark.parametrize("name", [*PAGES, *REFERENCES])
 def test_report_fits_a_phone(name, reports, phone_browser):
     phone_browser.get(reports[name].as_uri())
     assert phone_browser.execute_script("return document.documentElement.clientWidth") == PHONE[0]

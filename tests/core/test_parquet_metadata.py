@@ -14,6 +14,7 @@ import yaml
 from data_specs import SPEC_DIR, load_schema, load_spec
 from pipeline.cli import main
 from tests.conftest import beam_test_pipeline
+from tests.cosmos.test_cosmos_crowd import simulated, spec  # noqa: F401  (fixtures)
 from transforms.core import provenance
 from transforms.core.io import write_rows
 from transforms.core.sinks import WriteTable
@@ -95,11 +96,11 @@ def test_write_table_carries_file_metadata_and_leaves_rows_alone(tmp_path):
 def test_file_metadata_hashes(tmp_path):
     (tmp_path / "a.txt").write_bytes(b"abc")
     (tmp_path / "b.txt").write_bytes(b"hello")
-    spec = load_spec("record")
-    meta = provenance.file_metadata(spec, [str(tmp_path)], run_date="2026-01-02T03:04:05+00:00")
+    record_spec = load_spec("record")
+    meta = provenance.file_metadata(record_spec, [str(tmp_path)], run_date="2026-01-02T03:04:05+00:00")
     listing = f"{tmp_path}/a.txt\t3\n{tmp_path}/b.txt\t5\n"
     assert meta["csdata.input_files_sha256"] == hashlib.sha256(listing.encode()).hexdigest()
-    canonical = json.dumps(spec.model_dump(by_alias=True, mode="json"), sort_keys=True,
+    canonical = json.dumps(record_spec.model_dump(by_alias=True, mode="json"), sort_keys=True,
                            separators=(",", ":"), ensure_ascii=False)
     assert meta["csdata.spec_sha256"] == hashlib.sha256(canonical.encode()).hexdigest()
     assert meta["csdata.run_date"] == "2026-01-02T03:04:05+00:00"
@@ -126,3 +127,62 @@ def test_describe_refuses_a_file_that_is_not_parquet(tmp_path, capsys):
     (tmp_path / "x.parquet").write_text("not parquet")
     assert main(["describe", str(tmp_path / "x.parquet")]) == 2
     assert "not a Parquet file" in capsys.readouterr().err
+
+
+METADATA_KEYS = {b"csdata.version", b"csdata.spec_sha256", b"csdata.input_files_sha256", b"csdata.run_date"}
+
+
+def check_every_shard(out, tables):
+    """Every Parquet shard under `out` is of one of `tables`, carries the four file-metadata keys
+    (one run: the same values in every file) and a description on every field."""
+    shards = sorted(out.rglob("*.parquet"))
+    assert sorted({p.parent.name for p in shards}) == sorted(tables)
+    values = set()
+    for path in shards:
+        schema = pq.read_schema(path)
+        assert METADATA_KEYS <= set(schema.metadata), path
+        values.add(tuple(schema.metadata[k] for k in sorted(METADATA_KEYS)))
+        assert all(f.metadata and f.metadata[b"description"] for f in arrow_fields(list(schema))), path
+    assert len(values) == 1
+    return dict(zip(sorted(METADATA_KEYS), values.pop()))
+
+
+def test_record_hits_import_writes_file_metadata(tmp_path):
+    from tests.record.test_hits import Simulation, write_filtered_run, write_results
+
+    run = write_filtered_run(tmp_path / "filtered")
+    (run / "summary.json").write_text('{"stages": {}}')         # a finished run
+    simulation = Simulation()
+    simulation.build()
+    results = write_results(tmp_path / "results.csv", simulation.rows)
+    out = tmp_path / "validated"
+    assert main(["record", "hits", "import", str(results), "--run", str(run), "--output", str(out),
+                 "--set", "hits.qc_every=20"]) == 0
+    meta = check_every_shard(out, ["train", "dev", "test", "passages", "rejects"])
+    record_spec = load_spec("record", ["hits.qc_every=20"])
+    assert meta[b"csdata.spec_sha256"].decode() == provenance.spec_sha256(record_spec)
+    listing = provenance.input_files([str(run), str(results)])
+    assert meta[b"csdata.input_files_sha256"].decode() == provenance.input_list_sha256(listing)
+
+
+def test_cosmos_hits_import_writes_file_metadata(tmp_path, simulated):  # noqa: F811
+    run, questions, validations = simulated
+    out = tmp_path / "qa"
+    assert main(["cosmos", "hits", "import", str(run), "--questions", str(questions),
+                 "--validations", str(validations), "--output", str(out),
+                 "--set", "answer_scorer.name=overlap", "--set", "splits.excellent_workers=[W-EXCELLENT]"]) == 0
+    meta = check_every_shard(out, ["train", "dev", "test", "sets", "paragraphs", "rejects"])
+    listing = provenance.input_files([str(run), str(questions), str(validations)])
+    assert meta[b"csdata.input_files_sha256"].decode() == provenance.input_list_sha256(listing)
+
+
+def test_protoqa_hits_import_writes_csv_not_parquet(tmp_path):
+    """`protoqa hits import` writes the crowd answers CSV that cluster-prep reads (no Parquet);
+    `cluster-prep`, whose tables are Parquet, carries the metadata (tested with it)."""
+    from tests.protoqa.test_protoqa_hits import MTURK_RESULTS, QUESTIONS
+
+    hits_dir = tmp_path / "hits"
+    assert main(["protoqa", "hits", "export", str(QUESTIONS), "--output", str(hits_dir)]) == 0
+    assert main(["protoqa", "hits", "import", str(MTURK_RESULTS), "--hits", str(hits_dir),
+                 "--output", str(tmp_path / "crowd.csv")]) == 0
+    assert (tmp_path / "crowd.csv").is_file() and not list(tmp_path.rglob("*.parquet"))

@@ -227,18 +227,19 @@ def test_record_table1_equals_csdata_stats_and_hand_counts(record_run, tmp_path,
     table = page.tables["ReCoRD statistics beside the paper's Table 1 (training split)"]
     assert table[0] == ["statistic", "this run", "paper"]
     assert table[1:] == stats_rows
-    # by hand: passages p1 (6 + 2 tokens, 3 entities) and p2 (7 + 2, 2); queries of 4, 5, 5 tokens;
-    # vocabularies of lowercased tokens (14 in the passages, 9 in the queries); paper's Table 1
+    # by hand: passages p1 (5 + 2 whitespace tokens, 3 entities) and p2 (6 + 2, 2); queries of 4,
+    # 5, 5 tokens; vocabularies of lowercased words and marks (14 in the passages, 9 in the
+    # queries); paper's Table 1
     assert table[1:] == [["queries", "3", "100730"], ["unique passages", "2", "65709"],
                          ["passage vocab", "14", "352491"], ["query vocab", "9", "119069"],
-                         ["tokens/passage", "8.5", "169.5"], ["entities/passage", "2.5", "17.8"],
+                         ["tokens/passage", "7.5", "169.5"], ["entities/passage", "2.5", "17.8"],
                          ["tokens/query", "4.7", "21.3"]]
 
 
 def test_record_lengths_labels_and_funnel(record_run, tmp_path):
     from transforms.record.report import entity_labels, lengths
 
-    assert lengths(record_run) == {"passage_tokens": [8, 9], "passage_entities": [3, 2], "query_tokens": [4, 5, 5]}
+    assert lengths(record_run) == {"passage_tokens": [7, 8], "passage_entities": [3, 2], "query_tokens": [4, 5, 5]}
     assert entity_labels(record_run) == {"passage mentions": [("PERSON", 4), ("GPE", 1)],
                                          "query placeholders": [("PERSON", 2), ("GPE", 1)]}
     page = _report(record_run, tmp_path / "rep")

@@ -170,3 +170,43 @@ def test_propagate_names_marks_missed_occurrences_without_overlaps():
     assert [(m.segment, segments[m.segment][m.start:m.end]) for m in result] == [
         (0, "Bill Cosby"), (0, "Cosby"), (1, "Cosby"), (1, "Bill Cosby"), (1, "May")]
     assert all(m.label == "PERSON" for m in result if m.text != "May")
+
+
+def test_memory_zones_free_the_new_words_and_change_no_annotation():
+    from transforms.record.annotate.spacy_ner import unit_annotation
+
+    annotator = SpacyAnnotator(labels=["PERSON", "GPE"])
+    texts = ["Zanthorp Quibbleworth met officials from Germany in Berlin on Monday.",
+             "Later that day, Quibbleworth told reporters in Vlorimsk about the trip. He left.",
+             "Anna Berg went to Oslo. Then Berg flew to Rome."]
+    annotator.run_model(["The first call warms the tokenizer cache, outside a zone."])
+    zoned = annotator.run_model(texts)
+    strings = annotator.nlp.vocab.strings
+    assert "Quibbleworth" not in strings and "Vlorimsk" not in strings   # freed with the zone
+    # The same texts through spaCy outside a zone: what the annotator gave before zones.
+    plain = [unit_annotation(doc, annotator.sentences) for doc in annotator.nlp.pipe(texts)]
+    assert "Quibbleworth" in strings and "Vlorimsk" in strings           # kept without one
+    assert zoned == plain
+    assert annotator.run_model(texts) == plain                           # a later zone alike
+    germany, berlin = texts[0].index("Germany"), texts[0].index("Berlin")
+    assert {(germany, germany + 7, "GPE"), (berlin, berlin + 6, "GPE")} <= set(zoned[0].entities)
+    assert zoned[1].sentences[1] == (texts[1].index("He left."), len(texts[1]))
+
+
+def test_a_cnn_pipeline_loads_without_importing_torch_and_torch_stays_importable():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = ("import sys\n"
+              "from transforms.record.annotate.spacy_ner import load_ner_pipeline\n"
+              "nlp = load_ner_pipeline('en_core_web_sm', 'corenlp')\n"
+              "ents = [e.text for e in nlp('Tracy Morgan met officials in Berlin.').ents]\n"
+              "print('torch' in sys.modules, ents)\n"
+              "import torch\n"
+              "print(torch.tensor([1, 2]).sum().item())\n")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["False ['Tracy Morgan', 'Berlin']", "3"]

@@ -18,12 +18,14 @@ from transforms.record.annotate.spacy_ner import (
     assemble_units,
     passage_entity_bound,
     passage_mentions,
+    unit_entities,
 )
 from transforms.record.annotate.store import (
     annotation_from_row,
     annotation_row,
     match_stored,
     model_settings,
+    ner_rules_key,
     settings_key,
     text_hash,
 )
@@ -274,3 +276,48 @@ def test_stored_signature_rows_read_back_as_the_computed_signature(tmp_path):
     assert [(i, side, h) for i, (side, (h, _)) in found] == [("a1", SIGNATURE, text_hash(a))]
     restored = MinHasher(0.8, 128, 1).from_values(found[0][1][1][1])
     assert restored.dtype == signature.dtype and (restored == signature).all()
+
+
+# "Ms Stubbings met Dr Ray Lowe.": the `honorifics` rule takes "Ms " and "Dr " off the names.
+HONORIFIC_ARTICLE = Article(id="h1", paragraphs=("Ms Stubbings met Dr Ray Lowe.",), highlights=("Lowe wins",))
+HONORIFIC_UNITS = ArticleAnnotation(
+    "h1", text_hash(HONORIFIC_ARTICLE), "spacy", "{}", "h",
+    paragraphs=(UnitAnnotation(((0, 29),), ((0, 12, "PERSON"), (17, 28, "PERSON"))),),
+    highlights=(UnitAnnotation(((0, 9),), ((0, 4, "PERSON"),)),))
+
+
+def test_rows_store_the_entities_after_the_ner_rules_with_their_key():
+    texts = HONORIFIC_ARTICLE.paragraphs + HONORIFIC_ARTICLE.highlights
+    row = annotation_row(HONORIFIC_UNITS, texts=texts, rules=("honorifics",))
+    # "Stubbings" is characters 3-11, "Ray Lowe" 20-27 (inclusive ends); "Lowe" has no title.
+    assert row["ruled_mentions"] == [{"unit": 0, "start": 3, "end": 11, "label": "PERSON"},
+                                     {"unit": 0, "start": 20, "end": 27, "label": "PERSON"},
+                                     {"unit": 1, "start": 0, "end": 3, "label": "PERSON"}]
+    assert row["ner_rules"] == ner_rules_key(("honorifics",)) and row["ner_rules"].startswith("honorifics code=")
+    assert row["mentions"][0] == {"unit": 0, "start": 0, "end": 11, "label": "PERSON"}   # the model's, as found
+    assert annotation_row(HONORIFIC_UNITS)["ruled_mentions"] == [] and annotation_row(HONORIFIC_UNITS)["ner_rules"] == ""
+
+
+def test_stored_ruled_entities_serve_only_the_same_rules_and_rule_code():
+    texts = HONORIFIC_ARTICLE.paragraphs + HONORIFIC_ARTICLE.highlights
+    row = annotation_row(HONORIFIC_UNITS, texts=texts, rules=("honorifics",))
+    same = annotation_from_row(row, HONORIFIC_ARTICLE, ("honorifics",))
+    assert same is not None and same.paragraphs[0].ruled == (("honorifics",), ((3, 12, "PERSON"), (20, 28, "PERSON")))
+    assert same.paragraphs[0] == HONORIFIC_UNITS.paragraphs[0]        # `ruled` is not part of equality
+    for rules in ((), ("dateline",), ("dateline", "honorifics")):
+        other = annotation_from_row(row, HONORIFIC_ARTICLE, rules)
+        assert other is not None and other.paragraphs[0].ruled is None
+    stale = annotation_from_row({**row, "ner_rules": "honorifics code=0000000000000000"},
+                                HONORIFIC_ARTICLE, ("honorifics",))
+    assert stale is not None and stale.paragraphs[0].ruled is None   # the rules' code changed
+    old = {k: v for k, v in row.items() if k not in ("ner_rules", "ruled_mentions")}
+    assert annotation_from_row(old, HONORIFIC_ARTICLE, ("honorifics",)).paragraphs[0].ruled is None
+
+
+def test_unit_entities_take_the_stored_ruled_spans_else_apply_the_rules():
+    text = HONORIFIC_ARTICLE.paragraphs[0]
+    # A stand-in result no rule would give: it is used as stored, so the rules were not run again.
+    unit = UnitAnnotation(((0, 29),), ((0, 12, "PERSON"), (17, 28, "PERSON")), (("honorifics",), ((0, 2, "ORG"),)))
+    assert unit_entities(text, unit, ("honorifics",)) == ((0, 2, "ORG"),)
+    assert list(unit_entities(text, unit, ("dateline", "honorifics"))) == [(3, 12, "PERSON"), (20, 28, "PERSON")]
+    assert unit_entities(text, unit, ()) == unit.entities

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from data_specs import load_spec
 from pipeline.cli import main
 from tests.conftest import DATA, INPUTS, URL_LISTS, generate
 from transforms.core.io import read_table
+from transforms.record.annotate.store import ner_rules_key
 
 pytestmark = pytest.mark.slow
 
@@ -65,6 +67,10 @@ def test_annotate_writes_one_row_per_article_and_balances(annotations):
     # Each row carries the article's MinHash signature (the spec's 128 permutations, 5-word shingles).
     assert all(len(r["minhash"]) == 128 and r["minhash_key"].startswith("shingles=5 perm=128 ")
                for r in table)
+    # And its entities after the spec's NER post-rules, keyed by the rule list and the rules' code.
+    rules = load_spec("record").annotator.ner_rules
+    assert rules and {r["ner_rules"] for r in table} == {ner_rules_key(rules)}
+    assert any(r["ruled_mentions"] != r["mentions"] for r in table)   # the rules changed some spans
     assert (annotations / "csdata-run.json").is_file()
 
 
@@ -87,6 +93,17 @@ def test_a_split_variant_reuses_every_annotation(annotations, tmp_path):
     entry = summary(warm)["annotations"]
     assert entry["reused"] == entry["articles"] == summary(cold)["stages"]["annotate"]["in"]
     assert entry["annotated"] == 0
+
+
+def test_an_ner_rules_variant_reuses_every_annotation_and_applies_its_rules(annotations, tmp_path):
+    # Another rule list than the stored one: the stored model spans serve, the rules run again.
+    variant = ["--set", "annotator.ner_rules=[dateline, honorifics]"]
+    cold, warm = tmp_path / "cold", tmp_path / "warm"
+    assert generate(cold, *variant) == 0
+    assert generate(warm, *variant, "--annotations", str(annotations)) == 0
+    same_rows(warm, cold)
+    entry = summary(warm)["annotations"]
+    assert entry["reused"] == entry["articles"] == ANNOTATED and entry["annotated"] == 0
 
 
 def test_a_changed_article_is_annotated_again(annotations, tmp_path):

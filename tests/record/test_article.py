@@ -1,7 +1,7 @@
 """Reading the dumps, the passage split and the published layout and id scheme."""
 import hashlib
 
-from transforms.record.article import Article, passage_text, shortest_leading_split
+from transforms.record.article import TOKEN_COUNTS, Article, passage_text, shortest_leading_split
 from transforms.record.queries import query_id
 from transforms.record.read import (
     parse_json_row,
@@ -53,6 +53,17 @@ def test_shortest_leading_split_takes_just_enough_paragraphs():
     assert shortest_leading_split(article, 8) is None
 
 
+def test_shortest_leading_split_counts_whitespace_tokens_unless_told():
+    # Whitespace tokens: "Hi, Bob." 2, "Yes, sir!" 2, "ok" 1; words and punctuation: 4, 4, 1.
+    article = Article(id="x", paragraphs=("Hi, Bob.", "Yes, sir!", "ok"), highlights=("h",))
+    by_whitespace = shortest_leading_split(article, 4)
+    assert (by_whitespace.passage_paragraphs, by_whitespace.tokens) == (2, 4)
+    by_words = shortest_leading_split(article, 4, TOKEN_COUNTS["words"])
+    assert (by_words.passage_paragraphs, by_words.tokens) == (1, 4)
+    assert shortest_leading_split(article, 6) is None
+    assert shortest_leading_split(article, 9, TOKEN_COUNTS["words"]).passage_paragraphs == 3
+
+
 def test_query_id_scheme_with_a_hand_checked_sha1():
     # FIPS 180 test vector: sha1("abc") = a9993e36 4706816a ba3e2571 7850c26c 9cd0d89d
     assert query_id("p1", "abc", 7) == "p1-a9993e364706816aba3e25717850c26c9cd0d89d-7"
@@ -73,14 +84,20 @@ def test_url_ids_sources_and_splits():
 def test_flattened_article_is_cut_into_sentences_that_rejoin_exactly():
     text = "By . Staff Reporter . The mayor said “no.” Then he left! Why? Because."
     units = split_flat_article(text)
-    assert units == ("By .", "Staff Reporter .", "The mayor said “no.”", "Then he left!",
+    # The " ." line marks end units and go, as in the release's "By Staff Reporter The mayor...".
+    assert units == ("By", "Staff Reporter", "The mayor said “no.”", "Then he left!",
                      "Why?", "Because.")
-    assert " ".join(units) == text
+    assert " ".join(units) == "By Staff Reporter The mayor said “no.” Then he left! Why? Because."
+    assert split_flat_article("Fired . Caption without a stop . Next one.") == (
+        "Fired", "Caption without a stop", "Next one.")
 
 
 def test_json_rows_in_both_layouts():
     flat = parse_json_row({"id": "i1", "article": "One. Two.", "highlights": "h1\nh2"}, "f:1")
     assert flat.paragraphs == ("One.", "Two.") and flat.highlights == ("h1", "h2")
+    # The HF layout's highlights lose See et al.'s final " ." (the release's highlights have none).
+    marked = parse_json_row({"id": "i2", "article": "One. Two.", "highlights": "First one .\nU.S. wins ."}, "f:1")
+    assert marked.highlights == ("First one", "U.S. wins")
     lines = parse_json_row({"url": "http://www.cnn.com/a", "article_lines": ["P1", " ", "P2"],
                             "highlights": ["h"]}, "f:2")
     assert lines.id == url_to_id("http://www.cnn.com/a")

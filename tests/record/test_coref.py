@@ -6,6 +6,7 @@ import time
 import pytest
 
 from transforms.record.annotate.coref import (
+    COREF_RULES,
     COREFERENCERS,
     RuleCoreferencer,
     clean_words,
@@ -173,6 +174,26 @@ def test_acronym_must_match_initials() -> None:
     assert len(set(got)) == 4
 
 
+def test_acronyms_any_label_links_a_mislabelled_acronym() -> None:
+    # R-O-T-C are the initials of the ORG; spaCy tagged the acronym PERSON.
+    pairs = (("Reserve Officers' Training Corps", "ORG"), ("Air Force", "ORG"), ("ROTC", "PERSON"))
+    assert chains(*pairs) == [0, 1, 2]                       # base rules: the label must be ORG-like
+    linked = RuleCoreferencer(rules=["acronyms_any_label"]).resolve(mentions(*pairs))
+    assert linked == [0, 1, 0]
+    # Still the initials of capitalised words, still only to ORG/GPE/LOC/FAC names.
+    strict = RuleCoreferencer(rules=["acronyms_any_label"])
+    assert strict.resolve(mentions(("Anna Belle Cole", "PERSON"), ("ABC", "PERSON"))) == [0, 1]
+    assert strict.resolve(mentions(("Royal Oak Teachers Club", "ORG"), ("ROTC", "NORP"),
+                                   ("ROTX", "PERSON"))) == [0, 0, 1]
+    assert chains(("United States", "GPE"), ("US", "NORP")) == [0, 1]
+    assert strict.resolve(mentions(("United States", "GPE"), ("US", "NORP"))) == [0, 0]
+
+
+def test_unknown_optional_rule_is_refused() -> None:
+    with pytest.raises(ValueError, match="acronyms_any_label"):
+        RuleCoreferencer(rules=["no_such_rule"])
+
+
 # --- places and demonyms -------------------------------------------------------------------
 
 def test_demonyms_link_to_their_country() -> None:
@@ -285,8 +306,17 @@ def test_a_group_noun_and_its_adjective_link() -> None:
 
 # --- registry and speed --------------------------------------------------------------------
 
+def test_spec_rule_names_match_the_coref_rules() -> None:
+    from typing import get_args
+
+    from data_specs.models import CorefRuleName
+
+    assert set(get_args(CorefRuleName)) == set(COREF_RULES)
+
+
 def test_registry() -> None:
     assert isinstance(make_coreferencer("rules"), RuleCoreferencer)
+    assert make_coreferencer("rules", ["acronyms_any_label"]).rules == (COREF_RULES["acronyms_any_label"],)
     assert set(COREFERENCERS) == {"rules"}
     with pytest.raises(ValueError, match="rules"):
         make_coreferencer("neural")

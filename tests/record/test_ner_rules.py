@@ -48,6 +48,13 @@ def test_honorifics_are_dropped_from_the_front_only():
     assert texts(text, result) == [("Stubbings", "PERSON"), ("Lee", "PERSON"), ("Miss", "PERSON")]
 
 
+def test_leading_the_drops_a_lower_case_article_only():
+    text = "Fans filled the Liberty Stadium. The Hague ruled; the Times."
+    found = spans(text, ("the Liberty Stadium", "FAC"), ("The Hague", "GPE"), ("the", "ORG"))
+    assert texts(text, ner_rules.leading_the(text, found)) == [
+        ("Liberty Stadium", "FAC"), ("The Hague", "GPE"), ("the", "ORG")]  # a bare "the" stays
+
+
 def test_spaced_dash_cuts_the_span():
     text = "Tian Tian - whose cub died - ate. Jean-Paul Sartre wrote."
     result = ner_rules.spaced_dash(text, spans(text, ("Tian Tian - whose", "PERSON"),

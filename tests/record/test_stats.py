@@ -9,7 +9,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from data_specs import load_schema, load_spec
-from transforms.record.stats import format_table, passage_tokens, query_tokens, record_stats
+from transforms.record.stats import (
+    format_table,
+    passage_tokens,
+    passage_words,
+    query_tokens,
+    query_words,
+    record_stats,
+)
 
 SEP = "\n@highlight\n"
 
@@ -29,13 +36,13 @@ def _query(qid: str, pid: str, text: str) -> dict[str, Any]:
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     passages = [
-        _passage("a", "Ann met Bob." + SEP + "bob smiled", 3),  # ann met bob . bob smiled: 6 tokens
-        _passage("b", "Cy ran." + SEP + "Cy won", 2),          # cy ran . cy won: 5 tokens
+        _passage("a", "Ann met Bob." + SEP + "bob smiled", 3),  # Ann met Bob. bob smiled: 5 tokens
+        _passage("b", "Cy ran." + SEP + "Cy won", 2),          # Cy ran. Cy won: 4 tokens
         _passage("c", "Zed sang loudly.", 7),                   # no queries: ignored
     ]
     queries = [
-        _query("a-1", "a", "@placeholder met Bob."),        # @placeholder met bob . : 4
-        _query("a-2", "a", "Bob smiled at @placeholder"),   # bob smiled at @placeholder: 4
+        _query("a-1", "a", "@placeholder met Bob."),        # @placeholder met Bob.: 3 tokens
+        _query("a-2", "a", "Bob smiled at @placeholder"),   # Bob smiled at @placeholder: 4
         _query("b-1", "b", "@placeholder won"),             # @placeholder won: 2
     ]
     for table, rows in (("passages", passages), ("queries", queries)):
@@ -46,8 +53,11 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 def test_token_definitions() -> None:
-    assert passage_tokens("A b." + SEP + "C" + SEP + "d") == ["A", "b", ".", "C", "d"]
-    assert query_tokens("Then @placeholder's team won") == ["Then", "@placeholder", "'", "s", "team", "won"]
+    # Counted tokens are whitespace-separated (Table 1's); the vocabulary's split off punctuation.
+    assert passage_tokens("A b." + SEP + "C" + SEP + "d") == ["A", "b.", "C", "d"]
+    assert passage_words("A b." + SEP + "C" + SEP + "d") == ["A", "b", ".", "C", "d"]
+    assert query_tokens("Then @placeholder's team won") == ["Then", "@placeholder's", "team", "won"]
+    assert query_words("Then @placeholder's team won") == ["Then", "@placeholder", "'", "s", "team", "won"]
 
 
 def test_record_stats_hand_counted(run_dir: Path) -> None:
@@ -57,9 +67,9 @@ def test_record_stats_hand_counted(run_dir: Path) -> None:
         "unique_passages": 2,
         "passage_vocab": 8,   # ann met bob . smiled cy ran won
         "query_vocab": 7,     # @placeholder met bob . smiled at won
-        "tokens_per_passage": pytest.approx(5.5),
+        "tokens_per_passage": pytest.approx(4.5),
         "entities_per_passage": pytest.approx(2.5),
-        "tokens_per_query": pytest.approx(10 / 3),
+        "tokens_per_query": pytest.approx(3.0),
     }
 
 
@@ -69,5 +79,5 @@ def test_format_table_shows_paper_values(run_dir: Path) -> None:
     assert "169.5" in table and "100730" in table
     lines = table.splitlines()
     assert lines[0].split() == ["statistic", "this", "run", "paper"]
-    assert "tokens/passage" in table and "5.5" in table
+    assert "tokens/passage" in table and "4.5" in table
     assert len({len(line) for line in lines}) == 1  # fixed width

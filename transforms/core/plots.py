@@ -13,9 +13,19 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-# Report colours; the paper's overlays are drawn in the second one.
+# Report colours; the paper's overlays are drawn in the second one, a published release file's
+# distribution (`csdata report --reference`) in the third.
 RUN_COLOUR = "#3b6ea5"
 PAPER_COLOUR = "#c0392b"
+REFERENCE_COLOUR = "#1e8449"
+SHARE_LABEL = "% of values"
+
+
+def shares(counts: Sequence[int]) -> list[float]:
+    """Each count as a percentage of their total (zeros when the total is 0): a run and a
+    published release differ in size by orders of magnitude, so their overlays compare shares."""
+    total = sum(counts)
+    return [100.0 * n / total if total else 0.0 for n in counts]
 
 
 @dataclass(frozen=True)
@@ -89,39 +99,75 @@ def _figure(rows: int = 1):
 
 
 def bars_svg(rows: Sequence[tuple[str, int]], slug: str, title: str, xlabel: str, ylabel: str = "count",
-             shade: Optional[Shade] = None, horizontal: bool = False) -> str:
+             shade: Optional[Shade] = None, horizontal: bool = False,
+             reference: Optional[Sequence[tuple[str, int]]] = None, reference_label: str = "published") -> str:
     """A bar per (label, count) row, in order; `shade` marks a band of bars (a paper range);
-    `horizontal` lays the bars out top to bottom (long category names)."""
+    `horizontal` lays the bars out top to bottom (long category names). `reference` rows (the
+    same bins, of a published release file) are drawn as outlined bars over the run's, both as
+    shares of their totals."""
     labels = [label for label, _ in rows]
-    counts = [n for _, n in rows]
+    counts: Sequence[float] = [n for _, n in rows]
     fig, ax = _figure(len(rows) if horizontal else 1)
     positions = list(range(len(rows)))
+    if reference is not None:
+        if [label for label, _ in reference] != labels:
+            raise ValueError(f"{slug}: the reference rows must have the run's bins")
+        counts = shares([int(n) for n in counts])
+        ylabel = SHARE_LABEL
+        overlay = dict(fill=False, edgecolor=REFERENCE_COLOUR, linewidth=1.5, label=reference_label)
+        ref = shares([n for _, n in reference])
     if horizontal:
         ax.barh(positions, counts, color=RUN_COLOUR, label="this run")
+        if reference is not None:
+            ax.barh(positions, ref, **overlay)
         ax.set_yticks(positions, labels)
         ax.invert_yaxis()
         ax.set_xlabel(ylabel)
         ax.set_ylabel(xlabel)
     else:
         ax.bar(positions, counts, color=RUN_COLOUR, label="this run")
+        if reference is not None:
+            ax.bar(positions, ref, **overlay)
         ax.set_xticks(positions, labels, rotation=45 if len(rows) > 8 else 0,
                       ha="right" if len(rows) > 8 else "center")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize="medium")
+    if reference is not None:   # shares are not whole numbers
+        from matplotlib.ticker import AutoLocator
+
+        (ax.xaxis if horizontal else ax.yaxis).set_major_locator(AutoLocator())
     if shade is not None:
         span = ax.axhspan if horizontal else ax.axvspan
         span(shade.first - 0.5, shade.last + 0.5, color=PAPER_COLOUR, alpha=0.12, label=shade.label)
+    if shade is not None or reference is not None:
         _legend(ax)
     return _to_svg(fig, slug, title)
 
 
 def histogram_svg(values: Sequence[float], slug: str, title: str, xlabel: str, bins: int = 20,
-                  lines: Sequence[Line] = (), ylabel: str = "count") -> str:
+                  lines: Sequence[Line] = (), ylabel: str = "count",
+                  reference: Optional[Sequence[float]] = None, reference_label: str = "published") -> str:
     """A histogram of `values` in `bins` equal bins, with optional labelled vertical lines (the
-    run's mean, the paper's mean)."""
+    run's mean, the paper's mean). `reference` values (of a published release file) are drawn
+    as an outline over the same bins (spanning both), both as shares of their totals."""
     fig, ax = _figure()
-    ax.hist(list(values), bins=bins, color=RUN_COLOUR, label="this run")
+    if reference is None:
+        ax.hist(list(values), bins=bins, color=RUN_COLOUR, label="this run")
+    else:
+        from matplotlib.ticker import AutoLocator
+
+        both = [*values, *reference] or [0.0]
+        low, high = min(both), max(both)
+        width = (high - low) / bins if high > low else 1.0
+        edges = [low + i * width for i in range(bins + 1)]
+        for data, style in ((list(values), dict(color=RUN_COLOUR, label="this run")),
+                            (list(reference), dict(histtype="step", color=REFERENCE_COLOUR, linewidth=1.5,
+                                                   label=reference_label))):
+            weights = [100.0 / len(data)] * len(data) if data else None
+            ax.hist(data, bins=edges, weights=weights, **style)
+        ax.yaxis.set_major_locator(AutoLocator())
+        ylabel = SHARE_LABEL
     styles = ("--", ":", "-.")
     for index, line in enumerate(lines):
         ax.axvline(line.at, color=PAPER_COLOUR if line.paper else "#333333",

@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from transforms.core.accounting import REJECTS
+from transforms.core.errors import UserError
 from transforms.core.plots import funnel_svg
 
 INDEX = "index.html"
 EXAMPLES_PER_REASON = 3
 NO_PAPER_FIGURE = "paper figure not available"
+PUBLISHED = "published"          # Table 1's column and the charts' overlay of `--reference FILE`
 SUMMARY_FILES = ("summary.json", "stages.json")   # stage tallies; a filter run keeps them apart
 
 
@@ -132,6 +134,32 @@ def run_funnel(run_dir: Union[str, Path], units: Mapping[str, str], details: boo
     """`funnel` of the run in `run_dir` (its summary and its rejects)."""
     stages = read_stage_summary(run_dir)
     return funnel(stages, read_rejects(run_dir) if stages else [], units, details=details)
+
+
+def read_reference(path: Union[str, Path]) -> str:
+    """The text of a `--reference` file; an unreadable one is a `UserError` (one line, exit 2)."""
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
+        raise UserError(f"--reference {path}: cannot read it ({reason})") from None
+
+
+def json_lines(path: Union[str, Path], text: str) -> list[Any]:
+    """The values of a JSONL text (blank lines skipped); a line that is not JSON is a `UserError`."""
+    values = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                values.append(json.loads(line))
+            except ValueError:
+                raise UserError(f"--reference {path}: line {number} is not JSON") from None
+    return values
+
+
+def not_a_release(path: Union[str, Path], dataset: str, expected: str) -> UserError:
+    """The error for a `--reference` file of another dataset or shape."""
+    return UserError(f"--reference {path}: not a published {dataset} file (expected {expected})")
 
 
 def truncate(text: str, limit: int = 240) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
@@ -112,18 +112,20 @@ class WriteBundlesFn(beam.DoFn):
     """Write each bundle's rows into a new temporary Parquet file and emit its path (a DoFn for
     the bundle boundaries: a file is opened at a bundle's first row and closed at its end)."""
 
-    def __init__(self, temp_dir: str, schema: pa.Schema):
+    def __init__(self, temp_dir: str, schema: pa.Schema,
+                 row_of: Optional[Callable[[Any], Mapping[str, Any]]] = None):
         self._temp_dir = temp_dir
         self._schema = schema
+        self._row_of = row_of
         self._writer: Optional[ShardWriter] = None
 
     def start_bundle(self) -> None:
         self._writer = None
 
-    def process(self, row: Mapping[str, Any]) -> None:
+    def process(self, row: Any) -> None:
         if self._writer is None:
             self._writer = ShardWriter(_temp_path(self._temp_dir), self._schema)
-        self._writer.write(row)
+        self._writer.write(row if self._row_of is None else self._row_of(row))
 
     def finish_bundle(self) -> Iterator[Any]:
         if self._writer is not None:
@@ -131,12 +133,13 @@ class WriteBundlesFn(beam.DoFn):
             yield GlobalWindows.windowed_value(path)
 
 
-def write_group(keyed_rows: tuple[int, Iterable[Mapping[str, Any]]], temp_dir: str,
-                schema: pa.Schema) -> str:
-    """One fixed shard's rows into a new temporary file; returns its path."""
+def write_group(keyed_rows: tuple[int, Iterable[Any]], temp_dir: str, schema: pa.Schema,
+                row_of: Optional[Callable[[Any], Mapping[str, Any]]] = None) -> str:
+    """One fixed shard's rows (or elements made rows by `row_of`) into a new temporary file;
+    returns its path."""
     writer = ShardWriter(_temp_path(temp_dir), schema)
     for row in keyed_rows[1]:
-        writer.write(row)
+        writer.write(row if row_of is None else row_of(row))
     return writer.close()
 
 
@@ -179,6 +182,35 @@ class _RoundRobin(beam.DoFn):
         yield shard, row
 
 
+class _Table:
+    """Where and how one table is written: its folder, schema (with the file metadata), the
+    temporary folder of this run and how elements become rows."""
+
+    def __init__(self, output: str, table: str, schema: Optional[str], dataset: str,
+                 file_metadata: Optional[Mapping[str, str]],
+                 row_of: Optional[Callable[[Any], Mapping[str, Any]]]):
+        folder = f"{output.rstrip('/')}/{table}"
+        self.schema = table_schema(dataset, schema or table)
+        if file_metadata:
+            self.schema = self.schema.with_metadata(dict(file_metadata))
+        self.temp_dir = f"{folder}/{TEMP_PREFIX}{uuid.uuid4().hex}"
+        self.prefix = f"{folder}/{SHARD_PREFIX}"
+        self.row_of = row_of
+
+    def write(self, rows: beam.PCollection, num_shards: int) -> beam.PCollection:
+        """The temporary files of `rows` (the step(s) that write them, fused with the producer)."""
+        temp_dir, schema, row_of = self.temp_dir, self.schema, self.row_of
+        # Output types are declared: Beam would otherwise infer them from the bytecode.
+        if num_shards > 0:
+            return (rows | "AssignShards" >> beam.ParDo(_RoundRobin(num_shards))
+                    | "GroupShards" >> beam.GroupByKey()
+                    | "WriteShards" >> beam.Map(write_group, temp_dir, schema, row_of).with_output_types(str))
+        return rows | "WriteBundles" >> beam.ParDo(WriteBundlesFn(temp_dir, schema, row_of)).with_output_types(str)
+
+    def finalize(self, paths: Iterable[str], num_shards: int) -> list[str]:
+        return finalize_shards(paths, self.temp_dir, self.prefix, self.schema, num_shards)
+
+
 class WriteTable(beam.PTransform):
     """Write dict rows as `{output}/{table}/part-SSSSS-of-NNNNN.parquet` with a schema from
     data_specs/ (table `schema`, default `table`, of `data_specs/{dataset}_schema.yaml`).
@@ -186,31 +218,63 @@ class WriteTable(beam.PTransform):
     `num_shards` 0 lets the runner decide (one shard per bundle that had rows, at least one);
     N > 0 spreads the rows over exactly N shards. Returns the PCollection of the shard paths.
     `file_metadata` (`transforms.core.provenance.file_metadata`: csdata version, spec and input
-    hashes, run date) becomes every shard's Parquet key-value metadata.
+    hashes, run date) becomes every shard's Parquet key-value metadata. With `row_of`, the
+    elements are not rows: `row_of(element)` is written, in the writing step (no step of its own).
     """
 
     def __init__(self, output: str, table: str, num_shards: int = 0, schema: Optional[str] = None,
-                 dataset: str = "record", file_metadata: Optional[Mapping[str, str]] = None):
+                 dataset: str = "record", file_metadata: Optional[Mapping[str, str]] = None,
+                 row_of: Optional[Callable[[Any], Mapping[str, Any]]] = None):
         super().__init__()
-        self._folder = f"{output.rstrip('/')}/{table}"
+        self._table = _Table(output, table, schema, dataset, file_metadata, row_of)
         self._num_shards = num_shards
-        self._schema = table_schema(dataset, schema or table)
-        if file_metadata:
-            self._schema = self._schema.with_metadata(dict(file_metadata))
 
     def expand(self, rows):
-        schema, num_shards = self._schema, self._num_shards
-        temp_dir = f"{self._folder}/{TEMP_PREFIX}{uuid.uuid4().hex}"
-        prefix = f"{self._folder}/{SHARD_PREFIX}"
-        # Output types are declared: Beam would otherwise infer them from the bytecode.
-        if num_shards > 0:
-            written = (rows | "AssignShards" >> beam.ParDo(_RoundRobin(num_shards))
-                       | "GroupShards" >> beam.GroupByKey()
-                       | "WriteShards" >> beam.Map(write_group, temp_dir, schema).with_output_types(str))
-        else:
-            written = rows | "WriteBundles" >> beam.ParDo(
-                WriteBundlesFn(temp_dir, schema)).with_output_types(str)
+        table, num_shards = self._table, self._num_shards
+        written = table.write(rows, num_shards)
         return (rows.pipeline | "Once" >> beam.Impulse()
-                | "Finalize" >> beam.FlatMap(
-                    lambda _, paths: finalize_shards(paths, temp_dir, prefix, schema, num_shards),
-                    beam.pvalue.AsList(written)).with_output_types(str))
+                | "Finalize" >> beam.FlatMap(lambda _, paths: table.finalize(paths, num_shards),
+                                             beam.pvalue.AsList(written)).with_output_types(str))
+
+
+class WriteTables(beam.PTransform):
+    """Several tables of one run, each written as `WriteTable` writes it, with one finalising
+    step for all of them (one stage at the end instead of one per table). Applied to a tuple of
+    PCollections, one per name of `tables`; `row_of` maps a table name to how its elements
+    become rows (dict rows otherwise). Returns the PCollection of every table's shard paths."""
+
+    def __init__(self, output: str, tables: Sequence[str], num_shards: int = 0, dataset: str = "record",
+                 file_metadata: Optional[Mapping[str, str]] = None,
+                 row_of: Optional[Mapping[str, Callable[[Any], Mapping[str, Any]]]] = None):
+        super().__init__()
+        row_of = row_of or {}
+        self._names = list(tables)
+        self._tables = [_Table(output, name, None, dataset, file_metadata, row_of.get(name))
+                        for name in self._names]
+        self._num_shards = num_shards
+
+    def expand(self, pcolls):
+        tables, num_shards = self._tables, self._num_shards
+        if len(pcolls) != len(tables):
+            raise ValueError(f"WriteTables got {len(pcolls)} PCollections for {len(tables)} tables")
+        written = [rows | f"Write{name.title().replace('_', '')}" >> _TableWrite(table, num_shards)
+                   for name, table, rows in zip(self._names, tables, pcolls)]
+
+        def finalize(_: Any, *paths: list[str]) -> list[str]:
+            return [path for table, table_paths in zip(tables, paths)
+                    for path in table.finalize(table_paths, num_shards)]
+
+        return (pcolls[0].pipeline | "Once" >> beam.Impulse()
+                | "Finalize" >> beam.FlatMap(finalize, *(beam.pvalue.AsList(w) for w in written))
+                .with_output_types(str))
+
+
+class _TableWrite(beam.PTransform):
+    """The writing half of `WriteTable` (its own label scope, so that tables do not clash)."""
+
+    def __init__(self, table: _Table, num_shards: int):
+        super().__init__()
+        self._table, self._num_shards = table, num_shards
+
+    def expand(self, rows):
+        return self._table.write(rows, self._num_shards)

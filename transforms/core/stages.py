@@ -3,7 +3,7 @@ Beam counter per reason and `((stage, outcome), n)` tallies summed into `summary
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -126,6 +126,73 @@ class Stage(beam.PTransform):
             ApplyStageFn(self._stage, self._fn, self._units)).with_outputs(REJECTS, TALLIES, main="kept")
         return results.kept, results[REJECTS], results[TALLIES]
 
+
+class StageStep(NamedTuple):
+    """One stage of `ChainedStages`: `fn` and `units` as in `Stage`; `emit(kept value)` gives
+    what the step outputs for a kept value (default: the value itself), on the tagged output
+    `output`, or on the main output for the last step."""
+
+    stage: str
+    fn: Callable[[Any], Iterable[Outcome]]
+    units: Callable[[Any], int] = lambda _: 1
+    emit: Optional[Callable[[Any], Iterable[Any]]] = None
+    output: Optional[str] = None
+
+
+class ChainedStagesFn(beam.DoFn):
+    """Successive stages in one step: each kept value of a step goes on to the next one (a DoFn
+    for the bundle and the tagged outputs: each stage's tallies are summed per bundle)."""
+
+    def __init__(self, steps: Sequence[StageStep]):
+        self._steps = tuple(steps)
+        self._tallies = [BundleTally(step.stage) for step in self._steps]
+
+    def start_bundle(self) -> None:
+        for tally in self._tallies:
+            tally.start()
+
+    def process(self, element: Any) -> Iterator[Any]:
+        return self._run(0, element)
+
+    def _run(self, index: int, element: Any) -> Iterator[Any]:
+        step, last = self._steps[index], index == len(self._steps) - 1
+        for value in self._tallies[index].route(step.units(element), step.fn(element)):
+            if isinstance(value, beam.pvalue.TaggedOutput):
+                yield value
+                continue
+            emitted = (value,) if step.emit is None else step.emit(value)
+            if last:
+                yield from emitted
+            else:
+                if step.output is not None:
+                    for out in emitted:
+                        yield beam.pvalue.TaggedOutput(step.output, out)
+                yield from self._run(index + 1, value)
+
+    def finish_bundle(self) -> Iterator[Any]:
+        for tally in self._tallies:
+            yield from tally.flush()
+
+
+class ChainedStages(beam.PTransform):
+    """Several `Stage`s in one Beam step, with the same accounting (each stage's in = kept +
+    rejected, a counter per reason): one step instead of one per stage and per map between them.
+
+    Returns `(kept, rejects, tallies, *outputs)`: the last step's emitted values, the rejects and
+    tallies of every stage, then the PCollection of each step's `output`, in step order.
+    """
+
+    def __init__(self, steps: Sequence[StageStep]):
+        super().__init__()
+        self._steps = tuple(steps)
+        self._outputs = [step.output for step in self._steps[:-1] if step.output is not None]
+
+    def expand(self, pcoll):
+        results = pcoll | "Apply" >> beam.ParDo(ChainedStagesFn(self._steps)).with_outputs(
+            REJECTS, TALLIES, *self._outputs, main="kept")
+        return (results.kept, results[REJECTS], results[TALLIES], *(results[o] for o in self._outputs))
+
+
 class Ledger:
     """The rejects and tallies of successive stages: `kept = ledger.add(pcoll | Stage(...))`."""
 
@@ -141,36 +208,71 @@ class Ledger:
         return kept
 
 class Summarize(beam.PTransform):
-    """Sum `((stage, outcome), n)` tallies; write `summary.json` ({stage: {in, kept, rejected}})."""
+    """Sum `((stage, outcome), n)` tallies; write `summary.json` ({stage: {in, kept, rejected}}).
 
-    def __init__(self, path: str, stage_order: list[str]):
+    The tallies of a stage named in `sections` are not a stage of the table: they become the
+    entry `{outcome: n}` of that name in summary.json (present only when such tallies came).
+    `few=True` says the tallies are few (every stage sums them per bundle: `BundleTally`), so
+    they are summed after one plain grouping, with fewer steps than a lifted global combine;
+    leave it off where a stage tallies per element (`route`).
+    """
+
+    def __init__(self, path: str, stage_order: list[str], sections: Sequence[str] = (), few: bool = False):
         super().__init__()
         self._path = path
         self._order = stage_order
+        self._sections = tuple(sections)
+        self._few = few
 
     def expand(self, tallies):
-        path, order = self._path, self._order
-        # One global combine instead of a per-key sum and then a list; the `None` start element
-        # makes a run without any tally write its (empty) summary too, without the side input
-        # that CombineGlobally's default needs.
-        start = tallies.pipeline | "Start" >> beam.Create([None])
-        return (
-            (tallies, start) | "WithStart" >> beam.Flatten()
-            | "CountOutcomes" >> beam.CombineGlobally(SumTallies()).without_defaults()
-            | "WriteSummary" >> beam.Map(lambda counts: write_json(path, build_summary(counts, order)))
-        )
+        path, order, sections = self._path, self._order, self._sections
+        # The Impulse's element (which counts nothing) makes a run without any tally write its
+        # (empty) summary too, without a default side input or a Create's steps.
+        start = tallies.pipeline | "Start" >> beam.Impulse()
+        started = (tallies, start) | "WithStart" >> beam.Flatten()
+        if self._few:
+            counts = (started | "KeyAll" >> beam.Map(lambda tally: (None, tally))
+                      | "GroupAll" >> beam.GroupByKey() | "Sum" >> beam.Map(lambda kv: sum_tallies(kv[1])))
+        else:   # one global combine instead of a per-key sum and then a list
+            counts = started | "CountOutcomes" >> beam.CombineGlobally(SumTallies()).without_defaults()
+        return counts | "WriteSummary" >> beam.Map(
+            lambda totals: write_json(path, summary_with_sections(totals, order, sections)))
+
+
+def summary_with_sections(counts: Iterable[tuple[tuple[str, str], int]], order: list[str],
+                          sections: Sequence[str]) -> dict:
+    """`build_summary` of the stages' counts, plus `{outcome: n}` for each of `sections`."""
+    stages: list[tuple[tuple[str, str], int]] = []
+    extra: dict[str, dict[str, int]] = {}
+    for (stage, outcome), n in counts:
+        if stage in sections:
+            extra.setdefault(stage, {})[outcome] = n
+        else:
+            stages.append(((stage, outcome), n))
+    return {**build_summary(stages, order), **extra}
+
+
+def sum_tallies(tallies: Iterable[Optional[tuple[tuple[str, str], int]]]) -> list[tuple[tuple[str, str], int]]:
+    """`((stage, outcome), total)` of `((stage, outcome), n)` tallies, sorted (an empty value,
+    `None` or the Impulse's `b""`, counts nothing)."""
+    totals: dict[tuple[str, str], int] = {}
+    for tally in tallies:
+        if tally:
+            key, n = tally
+            totals[key] = totals.get(key, 0) + n
+    return sorted(totals.items())
 
 
 class SumTallies(beam.CombineFn):
     """Sum `((stage, outcome), n)` tallies into a sorted list of `((stage, outcome), total)`
-    (`None` counts nothing)."""
+    (an empty value, `None` or the Impulse's `b""`, counts nothing)."""
 
     def create_accumulator(self) -> dict[tuple[str, str], int]:
         return {}
 
     def add_input(self, totals: dict[tuple[str, str], int],
                   tally: Optional[tuple[tuple[str, str], int]]) -> dict[tuple[str, str], int]:
-        if tally is None:
+        if not tally:
             return totals
         key, n = tally
         totals[key] = totals.get(key, 0) + n

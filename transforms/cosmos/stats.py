@@ -7,7 +7,7 @@ questions per split, token lengths, unanswerable and NOTA shares (paper §2.4, T
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from data_specs.models import CosmosPaperTable1, NotaSection
 from filters.text import count_tokens
@@ -15,6 +15,8 @@ from transforms.core.accounting import STAGE_UNITS, format_summary
 from transforms.core.io import read_summary, read_table
 from transforms.core.stats import describe
 from transforms.core.stats import histogram as core_histogram
+
+SPLITS = ("train", "dev", "test")
 
 
 def histogram(values: Sequence[int], low: int = 30, high: int = 150, width: int = 10) -> list[tuple[str, int]]:
@@ -26,29 +28,60 @@ def histogram(values: Sequence[int], low: int = 30, high: int = 150, width: int 
 
 
 def paragraph_stats(path: Path) -> dict[str, Any]:
-    rows = read_table(path, "paragraphs", ["blog_id", "text"]).to_pylist()
+    """`paragraph_stats_of` the `paragraphs` table of a stage 1 run."""
+    return paragraph_stats_of(read_table(path, "paragraphs", ["blog_id", "text"]).to_pylist())
+
+
+def paragraph_stats_of(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Paragraph count, blogs (None when the rows name none, as a published file), words and
+    tokens (mean, max, min) and the words histogram of paragraph rows (`text`, `blog_id`)."""
     words = [len(r["text"].split()) for r in rows]
     tokens = [count_tokens(r["text"]) for r in rows]
-    return {"paragraphs": len(rows), "blogs": len({r["blog_id"] for r in rows}),
+    blogs = {r.get("blog_id") for r in rows} - {None}
+    return {"paragraphs": len(rows), "blogs": len(blogs) if blogs or not rows else None,
             "words": describe(words), "tokens": describe(tokens), "histogram": histogram(words)}
 
 
 def qa_stats(path: Path, nota: str) -> dict[str, Any]:
-    rows = {s: read_table(path, s).to_pylist() for s in ("train", "dev", "test")}
+    """`qa_stats_of` the train, dev and test tables of a `hits import` run."""
+    return qa_stats_of({s: read_table(path, s).to_pylist() for s in SPLITS}, nota)
+
+
+def labelled(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with a label 0-3 (a published test file has none)."""
+    return [r for r in rows if r.get("label") in (0, 1, 2, 3)]
+
+
+def _share(rows: Sequence[dict[str, Any]], key: str) -> Optional[float]:
+    """Percentage of rows whose `key` is true; None when a row lacks the value (a published file)."""
+    values = [r.get(key) for r in rows]
+    if not values or any(v is None for v in values):
+        return None if values else 0.0
+    return 100.0 * sum(bool(v) for v in values) / len(values)
+
+
+def qa_stats_of(rows: Mapping[str, Sequence[dict[str, Any]]], nota: str) -> dict[str, Any]:
+    """QA figures of rows by split (`id, paragraph_id, context, question, answer0..3, label`, and
+    the run's `unanswerable`, `set_id`, `nota_distractor`): a figure whose values the rows lack
+    (per-split counts of splits not given, the NOTA distractor share without sets) is None."""
     every = [r for split in rows.values() for r in split]
     paragraphs = {r["paragraph_id"]: r["context"] for r in every}
-    correct = [count_tokens(r[f"answer{r['label']}"]) for r in every]
-    incorrect = [count_tokens(r[f"answer{i}"]) for r in every for i in range(4) if i != r["label"]]
-    sets = {r["set_id"]: r["nota_distractor"] for r in every}
+    answered = labelled(every)
+    correct = [count_tokens(r[f"answer{r['label']}"]) for r in answered]
+    incorrect = [count_tokens(r[f"answer{i}"]) for r in answered for i in range(4) if i != r["label"]]
+    sets = {r.get("set_id"): r.get("nota_distractor") for r in every}
+    known_sets = bool(sets) and None not in sets and None not in sets.values()
     return {
         "questions": len(every), "paragraphs": len(paragraphs),
         **{f"{s}_questions": len(v) for s, v in rows.items()},
         **{f"{s}_paragraphs": len({r["paragraph_id"] for r in v}) for s, v in rows.items()},
         "paragraph": describe([count_tokens(t) for t in paragraphs.values()]),
         "question": describe([count_tokens(r["question"]) for r in every]),
-        "correct": describe(correct), "incorrect": describe(incorrect),
-        "unanswerable_percent": 100.0 * sum(r["unanswerable"] for r in every) / len(every) if every else 0.0,
-        "nota_distractor_percent": 100.0 * sum(sets.values()) / len(sets) if sets else 0.0,
+        "correct": describe(correct) if answered or not every else None,
+        "incorrect": describe(incorrect) if answered or not every else None,
+        "unanswerable_percent": _share(answered if answered else every, "unanswerable"),
+        "nota_distractor_percent": (100.0 * sum(bool(v) for v in sets.values()) / len(sets) if known_sets
+                                    else (0.0 if not sets else None)),
         "nota_anywhere_percent": 100.0 * sum(any(r[f"answer{i}"] == nota for i in range(4)) for r in every)
         / len(every) if every else 0.0,
     }
@@ -63,12 +96,20 @@ Row = tuple[str, str, Any]      # (statistic, this run, paper or None)
 
 def qa_rows(s: dict[str, Any], paper: CosmosPaperTable1, nota: NotaSection) -> list[Row]:
     """Table 1 rows of a `hits import` run from its `qa_stats`, as `format_stats` prints them."""
+    def split(name: str) -> str:
+        if s.get(f"{name}_questions") is None:
+            return "-"
+        return f"{s[f'{name}_questions']} ({s[f'{name}_paragraphs']})"
+
+    def percent(value: Optional[float]) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
     rows: list[Row] = [
         ("questions (paragraphs)", f"{s['questions']} ({s['paragraphs']})",
          f"{paper.questions} ({paper.paragraphs})"),
-        ("  train", f"{s['train_questions']} ({s['train_paragraphs']})", paper.train_questions),
-        ("  dev", f"{s['dev_questions']} ({s['dev_paragraphs']})", paper.dev_questions),
-        ("  test", f"{s['test_questions']} ({s['test_paragraphs']})", paper.test_questions),
+        ("  train", split("train"), paper.train_questions),
+        ("  dev", split("dev"), paper.dev_questions),
+        ("  test", split("test"), paper.test_questions),
     ]
     for key, label, ref, ref_max in (
             ("paragraph", "paragraph", paper.tokens_per_paragraph, paper.max_tokens_per_paragraph),
@@ -77,12 +118,12 @@ def qa_rows(s: dict[str, Any], paper: CosmosPaperTable1, nota: NotaSection) -> l
              paper.max_tokens_per_correct_answer),
             ("incorrect", "incorrect answer", paper.tokens_per_incorrect_answer,
              paper.max_tokens_per_incorrect_answer)):
-        mean, top, _ = s[key]
-        rows.append((f"tokens/{label} (mean/max)", f"{mean:.1f}/{top}", f"{ref}/{ref_max}"))
-    rows.append(("unanswerable questions %", f"{s['unanswerable_percent']:.1f}", paper.unanswerable_percent))
-    rows.append(("valid sets with NOTA distractor %", f"{s['nota_distractor_percent']:.1f}",
+        ours = "-" if s[key] is None else f"{s[key][0]:.1f}/{s[key][1]}"
+        rows.append((f"tokens/{label} (mean/max)", ours, f"{ref}/{ref_max}"))
+    rows.append(("unanswerable questions %", percent(s["unanswerable_percent"]), paper.unanswerable_percent))
+    rows.append(("valid sets with NOTA distractor %", percent(s["nota_distractor_percent"]),
                  f"~{100 * nota.false_negative_rate:.0f} of answerable"))
-    rows.append(("questions with NOTA anywhere %", f"{s['nota_anywhere_percent']:.1f}", None))
+    rows.append(("questions with NOTA anywhere %", percent(s["nota_anywhere_percent"]), None))
     return rows
 
 
@@ -90,8 +131,9 @@ def paragraph_rows(s: dict[str, Any], paper: CosmosPaperTable1) -> list[Row]:
     """Table 1 rows of a stage 1 run from its `paragraph_stats`, as `format_stats` prints them."""
     mean_w, max_w, min_w = s["words"]
     mean_t, max_t, min_t = s["tokens"]
+    blogs = "-" if s["blogs"] is None else s["blogs"]
     return [
-        ("paragraphs (blogs)", f"{s['paragraphs']} ({s['blogs']})", paper.paragraphs),
+        ("paragraphs (blogs)", f"{s['paragraphs']} ({blogs})", paper.paragraphs),
         ("words/paragraph (mean/max/min)", f"{mean_w:.1f}/{max_w}/{min_w}", "30-150 words"),
         ("tokens/paragraph (mean/max)", f"{mean_t:.1f}/{max_t}",
          f"{paper.tokens_per_paragraph}/{paper.max_tokens_per_paragraph}"),

@@ -5,8 +5,8 @@ behind `Coreferencer`. Both are chosen in the spec, so a user swaps a model in o
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, Sequence, Union
+from dataclasses import dataclass, field
+from typing import Optional, Protocol, Sequence, Union
 
 from transforms.core.accounting import Reject
 from transforms.record.article import PassageSplit
@@ -63,11 +63,15 @@ class UnitAnnotation:
     Units do not depend on the passage split, so one annotation serves every split. Offsets are
     characters of the unit's own text, `end` exclusive: `sentences` are the sentence bounds with
     surrounding whitespace stripped; `entities` are every entity span the model found, of any
-    label and untrimmed, as `(start, end, label)`.
+    label and untrimmed, as `(start, end, label)`. `ruled`, when stored annotations carry them,
+    is `(rule names, entities after those NER post-rules)`, which depend on the text alone, so
+    a run with the same rules skips applying them again (not part of equality).
     """
 
     sentences: tuple[tuple[int, int], ...]
     entities: tuple[tuple[int, int, str], ...]
+    ruled: Optional[tuple[tuple[str, ...], tuple[tuple[int, int, str], ...]]] = field(
+        default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
-from filters.text import count_tokens
+from filters.text import count_tokens, count_whitespace_tokens
 
 HIGHLIGHT_SEP = "\n@highlight\n"
 
@@ -104,11 +104,19 @@ def make_split(article: Article, n_paragraphs: int, tokens: int) -> PassageSplit
     )
 
 
-def shortest_leading_split(article: Article, min_tokens: int) -> Optional[PassageSplit]:
-    """The shortest run of leading paragraphs with at least `min_tokens` tokens, or None."""
+# How `passage.tokens` counts a paragraph's tokens: `whitespace` (the release's: the smallest
+# published bodies have exactly 100 whitespace tokens, 108-114 word-and-punctuation tokens) or
+# `words` (`filters.text.tokenize`: words and single punctuation marks).
+TOKEN_COUNTS: dict[str, Callable[[str], int]] = {"whitespace": count_whitespace_tokens, "words": count_tokens}
+
+
+def shortest_leading_split(article: Article, min_tokens: int,
+                           count: Callable[[str], int] = count_whitespace_tokens) -> Optional[PassageSplit]:
+    """The shortest run of leading paragraphs with at least `min_tokens` tokens (as `count`
+    counts them), or None."""
     total = 0
     for i, paragraph in enumerate(article.paragraphs):
-        total += count_tokens(paragraph)
+        total += count(paragraph)
         if total >= min_tokens:
             return make_split(article, i + 1, total)
     return None

@@ -465,13 +465,16 @@ def _worker_rows(workers: Mapping[str, WorkerState]) -> Iterable[list[Any]]:
 
 
 def _write_outputs(out: Path, passages: Mapping[str, dict], outcome: Outcome,
-                   submissions: Sequence[Submission], workers: Mapping[str, WorkerState]) -> None:
+                   submissions: Sequence[Submission], workers: Mapping[str, WorkerState],
+                   file_metadata: Optional[Mapping[str, str]] = None) -> None:
     key = lambda r: (r["passage_id"], r["query_id"])  # noqa: E731
     for split in SPLITS:
-        write_rows(sorted(outcome.splits[split], key=key), "record", "validated_queries", out / split)
+        write_rows(sorted(outcome.splits[split], key=key), "record", "validated_queries", out / split,
+                   file_metadata=file_metadata)
     used = sorted({r["passage_id"] for rows in outcome.splits.values() for r in rows})
-    write_rows([passages[p] for p in used], "record", "passages", out / "passages")
-    write_rows(sorted(outcome.rejects, key=lambda r: r["record_id"]), "record", "rejects", out / "rejects")
+    write_rows([passages[p] for p in used], "record", "passages", out / "passages", file_metadata=file_metadata)
+    write_rows(sorted(outcome.rejects, key=lambda r: r["record_id"]), "record", "rejects", out / "rejects",
+               file_metadata=file_metadata)
     discarded = (s for s in submissions if workers[s.worker_id].blocked)
     _write_csv(out / "republish.csv", REPUBLISH_COLUMNS,
                ([s.assignment_id, s.triple_id, s.worker_id] for s in discarded))
@@ -507,7 +510,7 @@ def build_summary(inputs: int, excluded: int, outcome: Outcome, submissions: Seq
 
 def import_results(run_dir: PathLike, results_path: PathLike, output_dir: PathLike,
                    hits: RecordHitsSection, splits: RecordSplitsSection, seed: int,
-                   fmt: str = "auto") -> dict[str, Any]:
+                   fmt: str = "auto", file_metadata: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
     """Quality-control worker results, validate triples, draw the splits and write everything.
 
     `results_path` is the own results CSV, an MTurk batch results CSV or a Label Studio JSON
@@ -516,7 +519,8 @@ def import_results(run_dir: PathLike, results_path: PathLike, output_dir: PathLi
     `republish.csv`, `workers.csv` and `summary.json` under `output_dir`, and returns the
     summary. In the own CSV, submissions naming a triple not in the run are counted
     (`unknown_triple`) and otherwise ignored; platform results from another export are one
-    `UserError`.
+    `UserError`. `file_metadata` (`transforms.core.provenance.file_metadata`) goes into every
+    Parquet file written.
     """
     passages, triples, excluded = _load_run(run_dir)
     keys = {}
@@ -540,7 +544,7 @@ def import_results(run_dir: PathLike, results_path: PathLike, output_dir: PathLi
     outcome = assign_splits(triples, passages, tally_triples(submissions, workers), splits, seed)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _write_outputs(out, passages, outcome, submissions, workers)
+    _write_outputs(out, passages, outcome, submissions, workers, file_metadata)
     summary = build_summary(len(triples), excluded, outcome, submissions, unknown, workers, checkpoints)
     summary["results_format"] = fmt
     write_json(str(out / "summary.json"), summary)

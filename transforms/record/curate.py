@@ -18,7 +18,7 @@ from filters.text import tokenize
 from transforms.core.accounting import Reject
 from transforms.core.stages import Stage
 from transforms.record.annotation import AnnotatedArticle
-from transforms.record.article import SPLIT_STRATEGIES, Article, PassageSplit
+from transforms.record.article import SPLIT_STRATEGIES, TOKEN_COUNTS, Article, PassageSplit
 
 DEDUP_ID = "dedup_exact"
 
@@ -67,13 +67,14 @@ def shingles(article: Article, size: int) -> set[bytes]:
 
 
 def split_article(article: Article, strategy: str, min_tokens: int,
-                  max_highlights: int) -> Iterable[Union[PassageSplit, Reject]]:
-    """Cut an article into passage and rest, or reject it with the reason."""
+                  max_highlights: int, tokens: str = "whitespace") -> Iterable[Union[PassageSplit, Reject]]:
+    """Cut an article into passage and rest, or reject it with the reason (`tokens`: how a
+    paragraph's tokens are counted, a key of `TOKEN_COUNTS`)."""
     if not article.highlights:
         return [Reject(SPLIT, "no_highlights", article.id, article.origin)]
     if len(article.highlights) > max_highlights:
         return [Reject(SPLIT, "too_many_highlights", article.id, str(len(article.highlights)))]
-    split = SPLIT_STRATEGIES[strategy](article, min_tokens)
+    split = SPLIT_STRATEGIES[strategy](article, min_tokens, TOKEN_COUNTS[tokens])
     if split is None:
         return [Reject(SPLIT, "passage_too_short", article.id,
                        f"fewer than {min_tokens} tokens in the whole body")]
@@ -98,7 +99,8 @@ def make_split_fn(passage: PassageSection):
     if strategy not in SPLIT_STRATEGIES:
         raise ValueError(f"unknown passage.strategy {strategy!r}; known: {sorted(SPLIT_STRATEGIES)}")
     min_tokens, max_highlights = passage.min_tokens, passage.max_highlights
-    return lambda article: split_article(article, strategy, min_tokens, max_highlights)
+    tokens = passage.tokens
+    return lambda article: split_article(article, strategy, min_tokens, max_highlights, tokens)
 
 
 PASSAGE_STAGE = "passage_filter"

@@ -98,6 +98,10 @@ _LINE_STRIP = " \t\r\n"
 
 # Sentence ends inside a flattened article: . ! ? (optionally closed by a quote) before a space.
 _FLAT_SENTENCE_END = re.compile(r"([.!?]['\"’”]?)\s+")
+# See et al.'s preprocessing (the Hugging Face `cnn_dailymail` rows) ends every line that lacks a
+# final mark with " ." and joins the lines with spaces ("By . Daily Mail Reporter . PUBLISHED: ."),
+# and ends each highlight so; the release has the lines joined by spaces and no such marks.
+_SEE_LINE_MARK = re.compile(r"(?<=\S) \.(?=\s|$)")
 
 
 def input_section(value: Union[str, RecordInputSection, None] = "") -> RecordInputSection:
@@ -167,14 +171,17 @@ def parse_story(text: str, story_id: str, origin: str = "", source: str = "") ->
 def split_flat_article(text: str) -> tuple[str, ...]:
     """Units of an article whose paragraphs were flattened into one string: its sentences.
 
-    Joining the units with single spaces gives back the text when sentences were separated by
-    single spaces, so the passage keeps the dump's characters.
+    A " ." line mark of See et al.'s preprocessing ends a unit and is dropped, as in the release.
+    Joining the units with single spaces gives back the text, without those marks, when sentences
+    were separated by single spaces, so the passage keeps the dump's other characters.
     """
-    units, start = [], 0
-    for match in _FLAT_SENTENCE_END.finditer(text):
-        units.append(text[start : match.start() + len(match.group(1))])
-        start = match.end()
-    units.append(text[start:])
+    units = []
+    for block in _SEE_LINE_MARK.split(text):
+        start = 0
+        for match in _FLAT_SENTENCE_END.finditer(block):
+            units.append(block[start : match.start() + len(match.group(1))])
+            start = match.end()
+        units.append(block[start:])
     return tuple(u.strip(_LINE_STRIP) for u in units if u.strip(_LINE_STRIP))
 
 
@@ -229,7 +236,7 @@ def parse_json_row(row: dict, origin: str) -> Article:
     if raw is None:
         raw = []
     elif isinstance(raw, str):
-        raw = raw.split("\n")
+        raw = [_SEE_LINE_MARK.sub("", h) for h in raw.split("\n")]
     elif isinstance(raw, list):
         raw = _string_items(raw, "highlights")
     else:

@@ -26,7 +26,9 @@ them, never used to merge them.
      the first name as a name of its own.
    - acronyms: an upper-case single token (dots allowed) equal to the initials of a longer
      ORG/GPE/LOC/FAC mention, capitalised words only, of/the/and/for/& skipped or kept
-     ("FBI" -> "Federal Bureau of Investigation", "DOJ" -> "Department of Justice").
+     ("FBI" -> "Federal Bureau of Investigation", "DOJ" -> "Department of Justice"). With the
+     optional rule `acronyms_any_label`, the acronym itself may carry any label: spaCy's small
+     model often tags an acronym PERSON or NORP ("ROTC" -> "Reserve Officers' Training Corps").
    - partial names: a contiguous prefix or suffix of a longer mention with the same label
      ("Real" -> "Real Madrid", "United" -> "Manchester United"). Never for a form that is only
      stopwords, a single character, has no letter, or starts/ends with a connector ("of
@@ -450,11 +452,32 @@ def _renumber(chains: _UnionFind, size: int) -> list[int]:
     return [ids.setdefault(chains.find(index), len(ids)) for index in range(size)]
 
 
-class RuleCoreferencer:
-    """Deterministic coreference of named-entity mentions by string rules (see module docs)."""
+def _acronym_any_label(form: _Form, index: _FormIndex) -> Optional[_Targets]:
+    """Targets of an acronym whatever its own label (rule `acronyms_any_label`)."""
+    acronym = _acronym(form) if form.label not in PLACE_ORG else None
+    if acronym is None or form.place is not None:
+        return None
+    own = index.indexes(index.with_acronym(acronym),
+                        lambda f: f.label in PLACE_ORG and acronym in index.initials[f])
+    return _Targets(own, False) if own else None
 
-    def __init__(self, places: Optional[PlaceTable] = None) -> None:
+
+# Optional rules (spec `coref.rules`), each tried before the base rules of the mention's label.
+COREF_RULES: dict[str, Callable[[_Form, _FormIndex], Optional[_Targets]]] = {
+    "acronyms_any_label": _acronym_any_label,
+}
+
+
+class RuleCoreferencer:
+    """Deterministic coreference of named-entity mentions by string rules (see module docs);
+    `rules` names optional rules of `COREF_RULES`."""
+
+    def __init__(self, places: Optional[PlaceTable] = None, rules: Sequence[str] = ()) -> None:
         self.places = places if places is not None else load_place_table()
+        unknown = sorted(set(rules) - set(COREF_RULES))
+        if unknown:
+            raise ValueError(f"unknown coreference rules {unknown}; known: {sorted(COREF_RULES)}")
+        self.rules = tuple(COREF_RULES[name] for name in COREF_RULES if name in rules)
 
     def resolve(self, mentions: Sequence[Mention]) -> list[int]:
         """Chain id per mention; ids are 0.. in order of first appearance."""
@@ -471,7 +494,9 @@ class RuleCoreferencer:
         form_index = _FormIndex(forms)
         shorts: dict[int, _Targets] = {}
         for form, at in form_index.positions.items():
-            targets = _targets(form, form_index, self.places)
+            targets = next((found for rule in self.rules if (found := rule(form, form_index))), None)
+            if targets is None:
+                targets = _targets(form, form_index, self.places)
             if targets is not None:
                 for index in at:
                     shorts[index] = targets
@@ -488,14 +513,15 @@ class RuleCoreferencer:
         return _renumber(chains, len(forms))
 
 
-COREFERENCERS: dict[str, Callable[[], Coreferencer]] = {"rules": RuleCoreferencer}
+COREFERENCERS: dict[str, Callable[..., Coreferencer]] = {"rules": RuleCoreferencer}
 
 
-def make_coreferencer(name: str) -> Coreferencer:
-    """The coreferencer registered under `name`; ValueError lists the known names otherwise."""
+def make_coreferencer(name: str, rules: Sequence[str] = ()) -> Coreferencer:
+    """The coreferencer registered under `name`, with the optional `rules` (spec `coref.rules`);
+    ValueError lists the known names otherwise."""
     try:
         factory = COREFERENCERS[name]
     except KeyError:
         known = ", ".join(sorted(COREFERENCERS))
         raise ValueError(f"unknown coreferencer {name!r}; known: {known}") from None
-    return factory()
+    return factory(rules=tuple(rules))

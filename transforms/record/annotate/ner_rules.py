@@ -11,6 +11,8 @@ choice of rules.
   an entity glued across the closing bracket (`CNN)The` tagged NORP) is dropped.
 * `honorifics`: a leading `Mr`, `Mrs`, `Ms`, `Miss`, `Mx` or `Dr` (dot optional) is not part of
   the name ("Ms Stubbings" -> "Stubbings"): the release never includes them.
+* `leading_the`: a leading lower-case "the" is not part of the name ("the Liberty Stadium" ->
+  "Liberty Stadium"); a capitalised "The" stays ("The Hague", "The Duchess").
 * `spaced_dash`: a span is cut at a spaced dash ("Tian Tian - whose" -> "Tian Tian").
 * `bullets`: a span is split at list bullets ("Minnesota • Iceland • Nigeria").
 * `apposition`: a PERSON, ORG or WORK_OF_ART span is split at ", " into its capitalised parts
@@ -51,6 +53,7 @@ APPOSITION_LABELS = frozenset({"PERSON", "ORG", "WORK_OF_ART"})
 _DATELINE = re.compile(r"^(?:(?P<place>[A-Z][^\s(),]*(?:[ \-][A-Z][^\s(),]*)*"
                        r"(?:, [A-Z][^\s(),]*(?: [A-Z][^\s(),]*)*)?) )?\((?P<source>CNN)\)")
 _HONORIFIC = re.compile(r"(?:" + "|".join(HONORIFICS) + r")\.?\s+(?=[A-Z])")
+_LEADING_THE = re.compile(r"the\s+(?=\S)")
 _SPACED_DASH = re.compile(r"\s+(?:-{1,2}|–|—)\s+")
 _BULLET = re.compile(r"\s*[•·▪●]\s*")
 _APPOSITION = re.compile(r",\s+")
@@ -101,6 +104,15 @@ def honorifics(text: str, entities: Sequence[Span]) -> list[Span]:
     out = []
     for start, end, label in entities:
         match = _HONORIFIC.match(text, start, end)
+        out.append((match.end(), end, label) if match and match.end() < end else (start, end, label))
+    return out
+
+
+def leading_the(text: str, entities: Sequence[Span]) -> list[Span]:
+    """Drop a leading lower-case "the" from each span."""
+    out = []
+    for start, end, label in entities:
+        match = _LEADING_THE.match(text, start, end)
         out.append((match.end(), end, label) if match and match.end() < end else (start, end, label))
     return out
 
@@ -182,6 +194,7 @@ def lowercase_gap(text: str, entities: Sequence[Span]) -> list[Span]:
 NER_RULES: dict[str, Rule] = {
     "dateline": dateline,
     "honorifics": honorifics,
+    "leading_the": leading_the,
     "spaced_dash": spaced_dash,
     "bullets": bullets,
     "apposition": apposition,

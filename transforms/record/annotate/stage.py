@@ -264,11 +264,12 @@ class ReuseStoredFn(beam.DoFn):
         self._propagate = annotator.propagate_names
         self._rules = tuple(annotator.ner_rules)
         self._coref_name = coref.name
+        self._coref_rules = tuple(coref.rules)
         self._tally = BundleTally(STAGE)
         self._outcomes: dict[str, int] = {}
 
     def setup(self) -> None:
-        self._coreferencer = make_coreferencer(self._coref_name)
+        self._coreferencer = make_coreferencer(self._coref_name, self._coref_rules)
 
     def start_bundle(self) -> None:
         self._tally.start()
@@ -277,7 +278,7 @@ class ReuseStoredFn(beam.DoFn):
     def process(self, grouped: tuple[str, Iterable[tuple[int, Any]]]) -> Iterator[Any]:
         splits, stored = split_sides(grouped[1], SPLIT_SIDE)
         for split in splits:
-            annotation, outcome = match_stored(split.article, stored, self._settings_hash)
+            annotation, outcome = match_stored(split.article, stored, self._settings_hash, self._rules)
             self._outcomes[outcome] = self._outcomes.get(outcome, 0) + 1
             if annotation is None:
                 yield beam.pvalue.TaggedOutput(FRESH, split)
@@ -322,7 +323,7 @@ def matching_paths(pattern: str) -> list[str]:
 
 # What matching and assembling need of a stored row (the MinHash columns go to near-duplicate removal).
 UNIT_COLUMNS = ("article_id", "text_hash", "annotator", "settings", "settings_hash", "paragraphs",
-                "highlights", "sentences", "mentions")
+                "highlights", "sentences", "mentions", "ner_rules", "ruled_mentions")
 
 
 def keyed_stored_rows(path: str) -> Iterator[tuple[str, tuple[int, dict]]]:
@@ -356,31 +357,20 @@ def keyed_stored_signatures(path: str, key: str) -> Iterator[tuple[str, tuple[in
             yield row["article_id"], (SIGNATURE, (row["text_hash"], row["minhash"]))
 
 
-class StoredSignatures(beam.PTransform):
-    """The MinHash signatures stored with the annotations under `path` (a `csdata record
-    annotate` output) that were made as `key` says, for `DropNearDuplicates(signatures=...)`."""
-
-    def __init__(self, path: str, key: str):
-        super().__init__()
-        self._path, self._key = path.rstrip("/"), key
-
-    def expand(self, pbegin):
-        shards = matching_paths(f"{self._path}/{TABLE}/*.parquet")
-        return (pbegin | "SignatureShards" >> beam.Create(shards)
-                | "ReadSignatures" >> beam.FlatMap(keyed_stored_signatures, self._key))
-
-
 class AnnotateFromStore(beam.PTransform):
     """Annotate splits, reusing the annotations stored under `path` (a `csdata record annotate`
     output) for every article whose text and model settings match; the others go through the
-    model. Returns `(annotated, rejects, tallies)`; `reuse` holds the outcome of each split."""
+    model. Returns `(annotated, rejects, tallies)`; `reuse` holds the outcome of each split.
+    `stored`, the stored rows keyed as `keyed_stored_rows` keys them, when the caller has read
+    them already (with the signatures, in one pass over the shards)."""
 
     def __init__(self, annotator: AnnotatorSection, coref: CorefSection, path: str,
-                 passage: Optional[PassageSection] = None):
+                 passage: Optional[PassageSection] = None, stored: Optional[beam.PCollection] = None):
         super().__init__()
         check_cacheable(annotator)
         self._annotator, self._coref, self._passage = annotator, coref, passage
         self._path = path.rstrip("/")
+        self._stored = stored
         self.reuse: Optional[beam.PCollection] = None
 
     def expand(self, splits):
@@ -388,9 +378,11 @@ class AnnotateFromStore(beam.PTransform):
         _, settings_hash = settings_key(model_settings(section))
         # The shards are listed when the pipeline is built: `Create` spreads several of them over
         # workers by itself, with no runtime listing step and no extra reshuffle.
-        shards = matching_paths(f"{self._path}/{TABLE}/*.parquet")
-        stored = (splits.pipeline | "StoredShards" >> beam.Create(shards)
-                  | "ReadStored" >> beam.FlatMap(keyed_stored_rows))
+        stored = self._stored
+        if stored is None:
+            shards = matching_paths(f"{self._path}/{TABLE}/*.parquet")
+            stored = (splits.pipeline | "StoredShards" >> beam.Create(shards)
+                      | "ReadStored" >> beam.FlatMap(keyed_stored_rows))
         keyed = splits | "KeySplits" >> beam.Map(lambda split: (split.article.id, (SPLIT_SIDE, split)))
         # A plain GroupByKey over both sides: what CoGroupByKey does, without its tagging steps.
         matched = ((keyed, stored) | "FlattenJoin" >> beam.Flatten() | "JoinStored" >> beam.GroupByKey()
@@ -428,12 +420,14 @@ class Annotate(beam.PTransform):
     """
 
     def __init__(self, annotator: AnnotatorSection, coref: CorefSection,
-                 passage: Optional[PassageSection] = None, annotations: Optional[str] = None):
+                 passage: Optional[PassageSection] = None, annotations: Optional[str] = None,
+                 stored: Optional[beam.PCollection] = None):
         super().__init__()
         self._annotator = annotator
         self._coref = coref
         self._passage = passage
         self._annotations = annotations
+        self._stored = stored   # with `annotations`: the stored rows, read already (AnnotateFromStore)
         if annotations:
             check_cacheable(annotator)
         self.reuse: Optional[beam.PCollection] = None
@@ -452,7 +446,8 @@ class Annotate(beam.PTransform):
         names = sorted({default, *per_input.values()})
         if self._annotations:
             PRECHECKS[default](self._annotator)
-            store = AnnotateFromStore(self._annotator, self._coref, self._annotations, self._passage)
+            store = AnnotateFromStore(self._annotator, self._coref, self._annotations, self._passage,
+                                      self._stored)
             result = splits | f"{_camel(default)}FromStore" >> store
             self.reuse = store.reuse
             return result

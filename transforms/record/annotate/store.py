@@ -12,12 +12,19 @@ Each row also holds the article's MinHash signature with what it was made with
 (`minhash_key`), so that near-duplicate removal of a generate run from the annotations hashes
 no shingles for an unchanged article made with the same shingle size, permutations and seed.
 
+The entities after the NER post-rules (`annotator.ner_rules`) depend only on the text, the rule
+list and the rules' code, so `record annotate` stores them too, with `ner_rules_key` (the rule
+names and a hash of `ner_rules.py`). A run whose key matches takes them as they are; any other
+rule list (or changed rule code) applies its rules to the stored model spans, so the rules stay
+out of the reuse key.
+
 Chains are not stored: which mentions are passage or rest mentions, and their reading order
 (passage, highlights, rest), depend on the split, and chains depend on `annotator.labels` and
 `annotator.propagate_names` too, so they are computed when a run assembles the units.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -27,6 +34,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from data_specs.models import AnnotatorSection
 from transforms.core.models import PYPI_BUILDS
+from transforms.record.annotate import ner_rules
 from transforms.record.annotate.sentences import RULES_VERSION
 from transforms.record.annotation import ArticleAnnotation, UnitAnnotation
 from transforms.record.article import Article
@@ -111,17 +119,37 @@ def minhash_key(shingle_size: int, num_perm: int, seed: int) -> str:
     return f"shingles={shingle_size} perm={num_perm} seed={seed} datasketch={_distribution_version('datasketch')}"
 
 
-def annotation_row(annotation: ArticleAnnotation, minhash: tuple[str, Sequence[int]] = ("", ())
-                   ) -> dict[str, Any]:
+@functools.cache
+def _rules_code() -> str:
+    return hashlib.sha1(Path(ner_rules.__file__).read_bytes()).hexdigest()[:16]
+
+
+def ner_rules_key(rules: Sequence[str]) -> str:
+    """What the stored entities after the NER post-rules were made with: the rule names in
+    order and a hash of the rules' code (`ner_rules.py`); "" without rules."""
+    return f"{','.join(rules)} code={_rules_code()}" if rules else ""
+
+
+def annotation_row(annotation: ArticleAnnotation, minhash: tuple[str, Sequence[int]] = ("", ()),
+                   texts: Optional[Sequence[str]] = None, rules: Sequence[str] = ()) -> dict[str, Any]:
     """The Parquet row of an article's annotations (schema `annotations`; `end` inclusive).
 
     `minhash` is `(minhash_key, signature)` of the article's MinHash, made when annotating so
-    that generate runs from these annotations skip it (`("", ())`: none).
+    that generate runs from these annotations skip it (`("", ())`: none). With `texts` (the
+    article's units, `Article.paragraphs + highlights`) and `rules`, the entities after those
+    NER post-rules are stored too (`ruled_mentions`, keyed by `ner_rules_key`).
     """
     units = annotation.paragraphs + annotation.highlights
+    ruled: list[dict[str, Any]] = []
+    if texts is not None and rules:
+        ruled = [{"unit": i, "start": s, "end": e - 1, "label": label}
+                 for i, (text, unit) in enumerate(zip(texts, units))
+                 for s, e, label in ner_rules.apply_rules(text, unit.entities, rules)]
     return {
         "minhash_key": minhash[0],
         "minhash": [int(v) for v in minhash[1]],
+        "ner_rules": ner_rules_key(rules) if texts is not None else "",
+        "ruled_mentions": ruled,
         "article_id": annotation.article_id,
         "text_hash": annotation.text_hash,
         "annotator": annotation.annotator,
@@ -136,33 +164,43 @@ def annotation_row(annotation: ArticleAnnotation, minhash: tuple[str, Sequence[i
     }
 
 
-def annotation_from_row(row: Mapping[str, Any], article: Article) -> Optional[ArticleAnnotation]:
+def annotation_from_row(row: Mapping[str, Any], article: Article,
+                        rules: Sequence[str] = ()) -> Optional[ArticleAnnotation]:
     """The annotations of a row, or None when they do not fit `article` (another text or
-    layout, or an offset outside its unit)."""
+    layout, or an offset outside its unit). With `rules` (`annotator.ner_rules`), the stored
+    entities after the NER post-rules come with the units when they were made with the same
+    rules and rule code (`ner_rules_key`)."""
     texts: Sequence[str] = article.paragraphs + article.highlights
     if (row["text_hash"] != text_hash(article) or row["paragraphs"] != len(article.paragraphs)
             or row["highlights"] != len(article.highlights)):
         return None
+    with_ruled = bool(rules) and row.get("ner_rules") == ner_rules_key(rules)
     sentences: list[list[tuple[int, int]]] = [[] for _ in texts]
     entities: list[list[tuple[int, int, str]]] = [[] for _ in texts]
+    ruled: list[list[tuple[int, int, str]]] = [[] for _ in texts]
     for items, into, item_of in ((row["sentences"], sentences, lambda r: (r["start"], r["end"] + 1)),
                                  (row["mentions"], entities,
+                                  lambda r: (r["start"], r["end"] + 1, r["label"])),
+                                 (row.get("ruled_mentions") or () if with_ruled else (), ruled,
                                   lambda r: (r["start"], r["end"] + 1, r["label"]))):
         for item in items:
             unit = item["unit"]
             if not (0 <= unit < len(texts) and 0 <= item["start"] <= item["end"] < len(texts[unit])):
                 return None
             into[unit].append(item_of(item))
-    units = tuple(UnitAnnotation(tuple(s), tuple(e)) for s, e in zip(sentences, entities))
+    names = tuple(rules)
+    units = tuple(UnitAnnotation(tuple(s), tuple(e), (names, tuple(r)) if with_ruled else None)
+                  for s, e, r in zip(sentences, entities, ruled))
     n = len(article.paragraphs)
     return ArticleAnnotation(row["article_id"], row["text_hash"], row["annotator"], row["settings"],
                              row["settings_hash"], units[:n], units[n:])
 
 
-def match_stored(article: Article, rows: Sequence[Mapping[str, Any]],
-                 settings_hash: str) -> tuple[Optional[ArticleAnnotation], str]:
+def match_stored(article: Article, rows: Sequence[Mapping[str, Any]], settings_hash: str,
+                 rules: Sequence[str] = ()) -> tuple[Optional[ArticleAnnotation], str]:
     """The stored annotations to reuse for `article` and "reused", or None and why not:
-    `not_stored`, `text_changed`, `settings_changed` (or `unusable` for a row that does not fit)."""
+    `not_stored`, `text_changed`, `settings_changed` (or `unusable` for a row that does not fit).
+    `rules` as in `annotation_from_row`."""
     digest = text_hash(article)
     why = "not_stored"
     for row in rows:
@@ -172,7 +210,7 @@ def match_stored(article: Article, rows: Sequence[Mapping[str, Any]],
         if row["settings_hash"] != settings_hash:
             why = "settings_changed"
             continue
-        annotation = annotation_from_row(row, article)
+        annotation = annotation_from_row(row, article, rules)
         if annotation is not None:
             return annotation, "reused"
         why = "unusable"

@@ -2,7 +2,7 @@ Zermatt, Switzerland (CNN)Residents of a tiny hamlet in the canton of Valais wer
 
 Radar readings showed the ice sliding almost a meter every day, roughly ten times faster than in January, said Anneliese Brunner, who leads a field team for the International Glacier Monitoring Council.
 
-"We are not trying to frighten anyone," Brunner told CNN. "But the glacier is talking to us, and I would rather move people a week too early than an hour too late."
+"We are not trying to frighten anyone," Brunner told CNN. "But the glacier is talking to us, clearly and loudly, and I would rather move people a week too early than an hour too late."
 
 Officials said families from Gletschmatt had been put up in hotels, and the only road up the valley would stay shut until further notice.
 

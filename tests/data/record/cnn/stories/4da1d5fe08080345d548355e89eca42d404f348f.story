@@ -2,7 +2,7 @@ Puno, Peru (CNN)A vast bloom of green algae has spread across the northern bays 
 
 Rosa Huamán, a biologist with the Andean Environmental Protection Agency, said untreated sewage from growing towns was feeding the algae, which now covers an area larger than the city of Puno itself.
 
-Officials in Bolivia, which shares the lake with Peru, have promised to build two new treatment plants, but residents say similar pledges have been made before.
+Officials in Bolivia, which shares the lake with Peru, have promised to build two new treatment plants, but residents say similar pledges have been made before and then quietly forgotten by nearly everyone involved.
 
 The AEPA has asked both governments to pay for an emergency clean-up along the shoreline. Peruvian fishermen near the shore say their nets now come up full of slime.
 

@@ -4,7 +4,7 @@ Castillo, who scored 19 goals in all competitions for Union Morichal last season
 
 Monteverde coach Inaki Arrieta said the forward's pace and finishing had impressed him when he watched Castillo play for Venezuela against Colombia in Barranquilla.
 
-"He is hungry, he is humble, and he scores the kind of goals you cannot coach," Arrieta told reporters in Madrid.
+"He is hungry, he is humble, and he scores the kind of goals you simply cannot teach or coach," Arrieta told reporters in Madrid.
 
 Monteverde's supporters greeted the news with a flurry of celebratory posts online. Venezuelans have followed Castillo closely ever since his debut for the national team.
 

@@ -2,7 +2,7 @@ New Orleans (CNN)A vintage saxophone stolen from jazz musician Clarence Whitfiel
 
 The instrument, a 1950s tenor with his initials scratched into the bell, vanished from a van parked outside a club in the French Quarter while Whitfield was loading equipment after a late show.
 
-Detectives in Memphis traced it after a shop employee searched the serial number online and found an old appeal posted by the Crescent City Music Foundation, a charity Whitfield helped to set up.
+Detectives in Memphis traced it after a shop employee searched the serial number online and found an old appeal posted by the Crescent City Music Foundation, a charity Whitfield helped to set up for struggling local musicians and their families.
 
 "I cried like a baby when they called," Whitfield said of the moment police from Memphis rang him.
 

@@ -2,7 +2,7 @@ Duluth, Minnesota (CNN)A bulk carrier loaded with iron ore has been stuck in thi
 
 The Aurora Bay, operated by Northstar Freight Lines, left the port of Duluth bound for Ontario on Sunday but ran into a ridge of wind-driven ice about eight miles offshore.
 
-Its captain, Harold Lindgren, told the company by radio that his crew of 22 were safe and had plenty of food and fuel, according to a company spokeswoman, Janet Okonkwo.
+Its captain, Harold Lindgren, told the company by radio that his crew of 22 were safe and cheerful and had plenty of food and fuel on board, according to a company spokeswoman, Janet Okonkwo.
 
 Northstar's tugboats have tried to reach the ship without success. Okonkwo said relatives of the sailors were being kept informed by phone.
 

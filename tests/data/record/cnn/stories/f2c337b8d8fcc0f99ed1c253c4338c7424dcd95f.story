@@ -4,7 +4,7 @@ Researchers asked participants to learn lists of unfamiliar words and then eithe
 
 Those who had napped remembered noticeably more of the words, and the benefit was largest among people who said they usually slept badly.
 
-Lead author Miriam Oduya cautioned that the group was small and that longer naps left many volunteers feeling groggy and irritable rather than refreshed.
+Lead author Miriam Oduya cautioned that the group was small and that longer naps left many volunteers feeling groggy and irritable rather than refreshed and ready to get back to work.
 
 Sleep helps the brain move fresh memories into longer-term storage, earlier work suggests.
 

@@ -4,7 +4,7 @@ Henrik Aasland, 38, and his climbing partner, Lucía Ferreyra, reached the summi
 
 The pair hauled more than 90 kilograms of food, fuel and ropes and slept in a portaledge lashed to the granite as storms raked the mountain.
 
-“We were frozen, hungry and very happy,” Aasland wrote in a message sent from base camp in El Chaltén.
+“We were frozen, hungry and very happy, and none of us could stop smiling,” Aasland wrote in a message sent from base camp in El Chaltén.
 
 Mr Aasland, a former ski instructor, began climbing in Patagonia as a teenager.
 

@@ -4,7 +4,7 @@ An almost entirely white grey seal pup has been found sleeping on a Norfolk beac
 
 The female pup, nicknamed Snowdrop by volunteers, was spotted near Horsey Gap by local walker Sandra Keeble, who at first thought it was a carrier bag caught on the sand.
 
-Dr Priya Raman, a marine biologist at the Wensum Marine Institute, said: ‘It is not a true albino, because its eyes are dark, but leucism this striking is something I have never seen in the wild.’
+Dr Priya Raman, a marine biologist at the Wensum Marine Institute, said: ‘It is not a true albino, because its eyes are dark, but leucism this striking is something I have never seen in the wild before, not even once.’
 
 Dr Raman has asked photographers to keep their distance while the youngster builds up fat.
 

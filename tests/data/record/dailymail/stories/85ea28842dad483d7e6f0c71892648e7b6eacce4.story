@@ -16,7 +16,7 @@ A fisherman who landed more than 300 undersized lobsters in a single week has b
 
 Declan Halloran, 54, from Newlyn in Cornwall, admitted 11 offences under fisheries law when he appeared before Truro Magistrates’ Court yesterday.
 
-Prosecutor Helen Tregarthen said inspectors from the Cornish Inshore Fisheries Authority had found the shellfish hidden beneath crates of mackerel during a spot check on his boat.
+Prosecutor Helen Tregarthen said inspectors from the Cornish Inshore Fisheries Authority had found the shellfish hidden beneath crates of mackerel during a routine spot check on his boat as it came back into the harbour.
 
 Mr Halloran, who has fished out of Newlyn for most of his life, told magistrates he had been struggling with debts.
 

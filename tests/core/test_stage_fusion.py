@@ -1,0 +1,80 @@
+"""Fewer Beam steps with the same accounting: `ChainedStages`, `Summarize(few=True, sections=...)`
+and `WriteTables` (one finalising step for several tables)."""
+from __future__ import annotations
+
+import json
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+from apache_beam.testing.util import assert_that, equal_to
+
+from tests.conftest import beam_test_pipeline
+from transforms.core.accounting import Reject
+from transforms.core.sinks import WriteTables, shard_names
+from transforms.core.stages import ChainedStages, StageStep, Summarize
+
+
+def drop_odd(n: int):
+    yield Reject("first", "odd", str(n)) if n % 2 else n
+
+
+def two_units(n: int):
+    """Two units per element: `n` itself, then `n + 1` below 4 and a `big` reject from 4 on."""
+    yield n
+    yield Reject("second", "big", f"{n}+1") if n >= 4 else n + 1
+
+
+def test_chained_stages_keep_each_stages_accounting_and_side_output(tmp_path):
+    path = str(tmp_path / "summary.json")
+    with beam_test_pipeline() as p:
+        kept, rejects, tallies, tens = p | beam.Create([1, 2, 3, 4, 6]) | ChainedStages([
+            StageStep("first", drop_odd, emit=lambda n: (10 * n,), output="tens"),
+            StageStep("second", two_units, units=lambda _: 2, emit=lambda n: (n, -n))])
+        # Kept by both: 2 -> 2, 3; 4 -> 4; 6 -> 6; each emitted as (n, -n).
+        assert_that(kept, equal_to([2, -2, 3, -3, 4, -4, 6, -6]))
+        assert_that(tens, equal_to([20, 40, 60]), label="tens")
+        assert_that(rejects | beam.Map(lambda r: (r.stage, r.reason, r.record_id)),
+                    equal_to([("first", "odd", "1"), ("first", "odd", "3"),
+                              ("second", "big", "4+1"), ("second", "big", "6+1")]), label="rejects")
+        tallies | Summarize(path, ["first", "second"], few=True)
+    stages = json.load(open(path))["stages"]
+    assert stages["first"] == {"in": 5, "kept": 3, "rejected": {"odd": 2}, "balanced": True}
+    assert stages["second"] == {"in": 6, "kept": 4, "rejected": {"big": 2}, "balanced": True}
+
+
+def test_summarize_puts_section_tallies_in_their_own_entry(tmp_path):
+    path = str(tmp_path / "summary.json")
+    tallies = [(("s", "in"), 3), (("s", "kept"), 2), (("reuse", "reused"), 4), (("s", "in"), 1),
+               (("s", "kept"), 2), (("reuse", "not_stored"), 1), (("reuse", "reused"), 1)]
+    with beam_test_pipeline() as p:
+        p | beam.Create(tallies) | Summarize(path, ["s"], sections=("reuse",), few=True)
+    summary = json.load(open(path))
+    assert summary["stages"] == {"s": {"in": 4, "kept": 4, "rejected": {}, "balanced": True}}
+    assert summary["reuse"] == {"not_stored": 1, "reused": 5}
+
+
+def test_summarize_without_tallies_writes_the_empty_stages(tmp_path):
+    for few in (True, False):
+        path = tmp_path / f"summary-{few}.json"
+        with beam_test_pipeline() as p:
+            p | beam.Create([]) | Summarize(str(path), ["a"], sections=("reuse",), few=few)
+        assert json.load(open(path)) == {
+            "stages": {"a": {"in": 0, "kept": 0, "rejected": {}, "balanced": True}}}
+
+
+def test_write_tables_finalises_every_table_and_makes_rows_with_row_of(tmp_path):
+    rejects = [Reject("read", "empty_article", "a1", "x.story"), Reject("read", "empty_article", "b2", "")]
+    with beam_test_pipeline() as p:
+        made = p | "Rejects" >> beam.Create(rejects, reshuffle=False)
+        rows = p | "Rows" >> beam.Create([], reshuffle=False)
+        paths = (made, rows) | WriteTables(str(tmp_path), ["rejects", "passages"],
+                                           row_of={"rejects": Reject.row})
+        assert_that(paths | beam.Map(lambda path: path[len(str(tmp_path)) + 1:]),
+                    equal_to([f"rejects/{shard_names('part', 1)[0]}", f"passages/{shard_names('part', 1)[0]}"]))
+    for table in ("rejects", "passages"):
+        assert sorted(p.name for p in (tmp_path / table).iterdir()) == ["part-00000-of-00001.parquet"]
+    got = pq.read_table(tmp_path / "rejects" / "part-00000-of-00001.parquet").to_pylist()
+    assert sorted(got, key=lambda r: r["record_id"]) == [
+        {"stage": "read", "reason": "empty_article", "record_id": "a1", "detail": "x.story"},
+        {"stage": "read", "reason": "empty_article", "record_id": "b2", "detail": ""}]
+    assert pq.read_table(tmp_path / "passages" / "part-00000-of-00001.parquet").num_rows == 0

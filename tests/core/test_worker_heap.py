@@ -1,0 +1,38 @@
+"""The glibc setting `run_pipeline` gives the worker processes of the local runner
+(`pipeline.runner.bound_worker_heap`): a worker started by a `multi_processing` run sees it, and a
+value the user set is kept."""
+from __future__ import annotations
+
+import os
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipeline.runner import MALLOC_ENV, bound_worker_heap, run_pipeline
+
+
+def test_the_threshold_is_set_when_the_user_set_none(monkeypatch):
+    monkeypatch.delenv(MALLOC_ENV, raising=False)
+    bound_worker_heap()
+    assert os.environ[MALLOC_ENV] == "1048576"   # 1 MiB
+
+
+def test_a_threshold_the_user_set_is_kept(monkeypatch):
+    monkeypatch.setenv(MALLOC_ENV, "262144")
+    bound_worker_heap()
+    assert os.environ[MALLOC_ENV] == "262144"
+
+
+@pytest.mark.slow
+def test_a_multi_processing_worker_inherits_the_threshold(monkeypatch):
+    monkeypatch.delenv(MALLOC_ENV, raising=False)
+    pipeline = beam.Pipeline(options=PipelineOptions(
+        ["--runner=FnApiRunner", "--direct_running_mode=multi_processing", "--direct_num_workers=1"]))
+    driver, name = os.getpid(), MALLOC_ENV
+    # A lambda, pickled by value: the worker cannot import this test module.
+    seen = pipeline | beam.Create([0]) | beam.Map(
+        lambda _: (os.getpid() != driver, os.environ.get(name, "unset")))
+    assert_that(seen, equal_to([(True, "1048576")]))
+    run_pipeline(pipeline)
