@@ -257,17 +257,9 @@ the answer scorer named above. The test split's labels are -1, as in the publish
 def build_release(run_dir: str, provenance: Optional[dict]):
     """The `Release` of a `cosmos hits import` run: the release columns per split."""
     from data_specs import load_schema
-    from pipeline.releases import (
-        default_specs,
-        funnel_section,
-        provenance_section,
-        read_run_summary,
-        release_metadata,
-        spec_of,
-    )
-    from transforms.core.accounting import STAGE_UNITS
+    from pipeline.releases import release_metadata, run_card_sections, spec_of
     from transforms.core.errors import UserError
-    from transforms.core.release import Config, Release, build_section, code_block
+    from transforms.core.release import Config, Release
     from transforms.cosmos.release import CITATION, release_rows
 
     if not all((Path(run_dir) / split).is_dir() for split in ("train", "dev", "test")):
@@ -276,14 +268,8 @@ def build_release(run_dir: str, provenance: Optional[dict]):
     spec = spec_of(provenance, "cosmos")
     models = (f"coherence scorer `{spec['coherence']['name']}`, answer scorer "
               f"`{spec['answer_scorer']['name']}`, sentences `{spec['sentences']['model']}`")
-    sections = [
-        ("How it was built", build_section(provenance, default_specs())),
-        ("Statistics", "Table 1 of the paper beside this release (`csdata stats RUN`):\n\n"
-         + code_block(stats(run_dir))),
-        ("Reject funnel", funnel_section(provenance, read_run_summary(run_dir), STAGE_UNITS["cosmos"])),
-        ("Limitations", f"Models: {models}.\n\n{' '.join(LIMITATIONS.split())}"),
-        ("Provenance", provenance_section(provenance, "cosmos")),
-    ]
+    sections = run_card_sections(run_dir, provenance, "cosmos", stats(run_dir),
+                                 f"Models: {models}.\n\n{' '.join(LIMITATIONS.split())}")
     return Release(
         pretty_name="Cosmos QA (regenerated with csdata)",
         configs=[Config("default", load_schema("cosmos", "release"), release_rows(run_dir))],

@@ -363,16 +363,8 @@ copyright stays with CNN and the Daily Mail; use for research only."""
 def build_release(run_dir: str, provenance: Optional[dict]):
     """The `Release` of a ReCoRD run: configs `passages` (the official JSON shape) and `queries`."""
     from data_specs import load_schema
-    from pipeline.releases import (
-        default_specs,
-        funnel_section,
-        provenance_section,
-        read_run_summary,
-        release_metadata,
-        spec_of,
-    )
-    from transforms.core.accounting import STAGE_UNITS
-    from transforms.core.release import Config, Release, build_section, code_block
+    from pipeline.releases import release_metadata, run_card_sections, spec_of
+    from transforms.core.release import Config, Release
     from transforms.record.export import CITATION, release_rows
 
     passages, queries = release_rows(run_dir)
@@ -385,13 +377,8 @@ def build_release(run_dir: str, provenance: Optional[dict]):
         table = stats(run_dir)
     except (FileNotFoundError, KeyError) as error:
         table = f"(not available for this run: {error})"
-    sections = [
-        ("How it was built", build_section(provenance, default_specs())),
-        ("Statistics", "Table 1 of the paper beside this release (`csdata stats RUN`):\n\n" + code_block(table)),
-        ("Reject funnel", funnel_section(provenance, read_run_summary(run_dir), STAGE_UNITS["record"])),
-        ("Limitations", f"Annotated by: {models}.\n\n{' '.join(LIMITATIONS.split())}"),
-        ("Provenance", provenance_section(provenance, "record")),
-    ]
+    sections = run_card_sections(run_dir, provenance, "record", table,
+                                 f"Annotated by: {models}.\n\n{' '.join(LIMITATIONS.split())}")
     return Release(
         pretty_name="ReCoRD (regenerated with csdata)",
         configs=[Config("passages", load_schema("record", "release_passages"), passages, "passages"),

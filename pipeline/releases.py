@@ -57,6 +57,22 @@ def default_specs() -> dict[str, dict]:
     return {name: spec_data(load_spec(name)) for name in ("record", "cosmos", "protoqa")}
 
 
+def run_card_sections(run_dir: str, provenance: Optional[Mapping[str, Any]], dataset: str,
+                      table: str, limitations: str) -> list[tuple[str, str]]:
+    """The dataset card sections of a run's release: how it was built, Table 1 (`table`, the
+    text `csdata stats` prints), the reject funnel, `limitations` and the provenance."""
+    from transforms.core.accounting import STAGE_UNITS
+    from transforms.core.release import build_section, code_block
+
+    return [
+        ("How it was built", build_section(provenance, default_specs())),
+        ("Statistics", "Table 1 of the paper beside this release (`csdata stats RUN`):\n\n" + code_block(table)),
+        ("Reject funnel", funnel_section(provenance, read_run_summary(run_dir), STAGE_UNITS[dataset])),
+        ("Limitations", limitations),
+        ("Provenance", provenance_section(provenance, dataset)),
+    ]
+
+
 def funnel_section(provenance: Optional[Mapping[str, Any]], summary: Optional[Mapping[str, Any]],
                    units: Mapping[str, str]) -> str:
     """Every recorded step's stage table (in / kept / rejected by reason), or the run's own."""
