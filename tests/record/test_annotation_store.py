@@ -158,15 +158,15 @@ def test_transform_reuses_matching_annotations_and_annotates_the_others(tmp_path
             annotation_row(ArticleAnnotation("c3", text_hash(old_c3), "spacy", "{}", digest,
                                              (UnitAnnotation((), ()),) * 2, (UnitAnnotation((), ()),)))]
     write_rows(rows, "record", "annotations", tmp_path / "annotations")
-    from transforms.record.annotate.stage import Annotate, CountOutcomes
+    from transforms.record.annotate.stage import Annotate
 
     splits = [make_split(a, 1, 10) for a in (ARTICLE, other, changed)]
     with beam_test_pipeline() as p:
         annotate = Annotate(spec.annotator, spec.coref, spec.passage, annotations=str(tmp_path))
         annotated, rejects, _ = p | beam.Create(splits) | annotate
         # (outcome, n) per bundle; summed, one of each.
-        assert_that(annotate.reuse | beam.CombineGlobally(CountOutcomes()),
-                    equal_to([{"not_stored": 1, "reused": 1, "text_changed": 1}]), label="reuse")
+        assert_that(annotate.reuse | beam.CombinePerKey(sum),
+                    equal_to([("not_stored", 1), ("reused", 1), ("text_changed", 1)]), label="reuse")
         # a1 comes from the hand-made row: its five passage entities (see above), no DATE.
         assert_that(annotated | beam.Map(lambda a: (a.split.article.id,
                                                     len(a.passage_entities) if a.split.article.id == "a1" else None)),

@@ -294,28 +294,6 @@ class ReuseStoredFn(beam.DoFn):
         yield from self._tally.flush()
 
 
-class CountOutcomes(beam.CombineFn):
-    """Sum `(outcome, n)` pairs into a `{outcome: count}` dict (the reuse outcomes of a run)."""
-
-    def create_accumulator(self) -> dict[str, int]:
-        return {}
-
-    def add_input(self, counts: dict[str, int], outcome_count: tuple[str, int]) -> dict[str, int]:
-        outcome, n = outcome_count
-        counts[outcome] = counts.get(outcome, 0) + n
-        return counts
-
-    def merge_accumulators(self, accumulators: Iterable[dict[str, int]]) -> dict[str, int]:
-        merged: dict[str, int] = {}
-        for counts in accumulators:
-            for outcome, count in counts.items():
-                merged[outcome] = merged.get(outcome, 0) + count
-        return merged
-
-    def extract_output(self, counts: dict[str, int]) -> dict[str, int]:
-        return dict(sorted(counts.items()))
-
-
 def matching_paths(pattern: str) -> list[str]:
     """The files matching `pattern` on any Beam filesystem, sorted."""
     return sorted(m.path for result in FileSystems.match([pattern]) for m in result.metadata_list)
