@@ -162,8 +162,8 @@ class DeepmindMetadataOptions(SpecModel):
 
 # The NER post-processing rules of `transforms.record.annotate.ner_rules` (kept in step by a test).
 NerRuleName = Literal["dateline", "honorifics", "leading_the", "spaced_dash", "bullets", "apposition",
-                      "inner_possessive", "plural_possessive", "lowercase_gap", "surnames",
-                      "contained"]
+                      "inner_possessive", "plural_possessive", "lowercase_gap", "named_dates",
+                      "capitalised_runs", "surnames", "contained"]
 
 
 class AnnotatorSection(SpecModel):
@@ -190,7 +190,7 @@ class AnnotatorSection(SpecModel):
 
 
 # The optional rules of `transforms.record.annotate.coref` (kept in step by a test).
-CorefRuleName = Literal["acronyms_any_label"]
+CorefRuleName = Literal["acronyms_any_label", "clipped_names", "partial_names_same_case"]
 
 
 class CorefSection(SpecModel):
@@ -211,6 +211,7 @@ class QuerySection(SpecModel):
     question_rule: Literal["final", "final_quoted", "any"]
     min_entities: Count
     require_entities_in_passage: Flag
+    answers: Literal["chain", "chain_texts"]
 
 
 class LexicalReaderOptions(SpecModel):

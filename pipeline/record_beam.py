@@ -5,6 +5,7 @@ Imported by `pipeline.record` only when a command runs a pipeline, so that `csda
 """
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
@@ -15,6 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from data_specs import RecordSpec
 from pipeline.runner import clear_output, default_options, run_pipeline
 from transforms.core.accounting import Reject
+from transforms.core.coders import RejectCoder  # noqa: F401  (registers the coder of Reject)
 from transforms.core.dedup import DEDUP_NEAR, SIGNATURE, DropNearDuplicates, MinHasher
 from transforms.core.errors import UserError
 from transforms.core.io import read_summary, write_json
@@ -30,6 +32,7 @@ from transforms.record.annotate.stage import (
     UNIT_COLUMNS,
     Annotate,
     AnnotateArticles,
+    OrderByWork,
     check_cacheable,
     check_models,
     matching_paths,
@@ -111,6 +114,8 @@ class GenerateRecord(beam.PTransform):
         articles = collect(pbegin | "ReadArticles" >> ReadArticles(
             self._inputs, spec.input))
         articles = articles | "ProgressRead" >> progress.step("read", "articles")
+        # Balances the local runner's workers (it deals the grouping's keys out in turn).
+        articles = articles | "OrderByWork" >> OrderByWork()
         url_info = read_url_info(pbegin, self._url_lists)
         articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds(url_info))
         signatures = stored = None
@@ -118,14 +123,18 @@ class GenerateRecord(beam.PTransform):
             read = pbegin | "StoredAnnotations" >> ReadStoredAnnotations(
                 self._annotations, minhash_key(near.shingle_size, near.num_perm, spec.seed))
             stored, signatures = read.rows, (read[SIGNATURES] if near.enabled else None)
+        split = StageStep(SPLIT, make_split_fn(passage))
         if near.enabled:
             size = near.shingle_size
             # From annotations, the signatures stored with them are used where the text matches.
-            articles = collect(articles | "DropNearDuplicates" >> DropNearDuplicates(
+            # The passage split runs in the step that keeps the articles (`then`): one step fewer.
+            splits = collect(articles | "DropNearDuplicates" >> DropNearDuplicates(
                 near.threshold, near.num_perm, spec.seed,
                 shingles=lambda a: shingles(a, size), key=lambda a: a.id,
-                max_bucket=near.max_bucket, signatures=signatures, content_key=text_hash))
-        splits = collect(articles | "SplitPassages" >> Stage(SPLIT, make_split_fn(passage)))
+                max_bucket=near.max_bucket, signatures=signatures, content_key=text_hash,
+                then=[split]))
+        else:
+            splits = collect(articles | "SplitPassages" >> Stage(SPLIT, split.fn))
         annotate = Annotate(spec.annotator, spec.coref, passage, self._annotations, stored)
         annotated = collect(splits | "Annotate" >> annotate)
         if annotate.reuse is not None:   # summed with the tallies, into summary.json's REUSE_SECTION
@@ -141,7 +150,8 @@ class GenerateRecord(beam.PTransform):
         collect((queries, rejects, tallies))
         queries = queries | "ProgressQueries" >> progress.step("written", "queries")
 
-        rejects = ledger.rejects | "FlattenRejects" >> beam.Flatten()
+        # Typed, so that they cross to their writer with `RejectCoder`, not pickled.
+        rejects = ledger.rejects | "FlattenRejects" >> beam.Flatten().with_output_types(Reject)
         (passage_rows, queries, rejects) | "WriteTables" >> WriteTables(
             out, TABLES, shards, file_metadata=self._meta, row_of={"rejects": Reject.row})
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
@@ -178,6 +188,32 @@ def stored_rows_and_signatures(path: str, key: str) -> Iterator[Any]:
         yield row["article_id"], (STORED_SIDE, row)
 
 
+# Beam's state sampler (a thread per bundle that times the steps for the execution-time
+# metrics) sleeps in periods that grow by 1.2x from 2 ms up to 200 ms, and a bundle's end waits
+# for its current sleep: about a tenth of each bundle's wall time, up to 100 ms. A run from
+# stored annotations is a chain of short fused stages, each one bundle in process, so 5 ms.
+SAMPLING_PERIOD_MS = 5
+
+
+@contextlib.contextmanager
+def short_state_sampling(period_ms: int = SAMPLING_PERIOD_MS) -> Iterator[None]:
+    """Within this block, the bundles that Beam's SDK harness starts in this process (the local
+    runner in process) sample at most every `period_ms` (Beam's default: 200 ms), so a bundle's
+    end waits at most that long for the sampler thread. No effect on other processes' workers."""
+    from apache_beam.runners.worker import statesampler
+
+    init = statesampler.StateSampler.__init__
+    defaults = init.__defaults__
+    if defaults is None or len(defaults) != 1:   # another Beam's signature: leave it alone
+        yield
+        return
+    init.__defaults__ = (period_ms,)
+    try:
+        yield
+    finally:
+        init.__defaults__ = defaults
+
+
 def reuse_summary(counts: dict[str, int], source: str) -> dict:
     """The `annotations` entry of summary.json: articles, reused, annotated (and why)."""
     articles = sum(counts.values())
@@ -201,7 +237,8 @@ def run_record(spec: RecordSpec, inputs: Sequence[str], output: str, url_lists: 
     pipeline | "GenerateRecord" >> GenerateRecord(
         spec, inputs, output, url_lists, annotations=annotations,
         file_metadata=file_metadata(spec, [*inputs, *url_lists]))
-    result = run_pipeline(pipeline)
+    with short_state_sampling():
+        result = run_pipeline(pipeline)
     if annotations:
         path = f"{output.rstrip('/')}/summary.json"
         summary = read_summary(path)
@@ -233,6 +270,7 @@ class AnnotateRecordArticles(beam.PTransform):
         progress = ProgressLine(self._progress)
         articles = collect(pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input))
         articles = articles | "ProgressRead" >> progress.step("read", "articles")
+        articles = articles | "OrderByWork" >> OrderByWork()
         articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds())
         articles = collect(articles | "Splittable" >> Stage(SPLIT, splittable))
         annotations = collect(articles | "Annotate" >> AnnotateArticles(spec.annotator, spec.coref))
@@ -248,7 +286,8 @@ class AnnotateRecordArticles(beam.PTransform):
         rows = (((annotations | "KeyAnnotations" >> beam.Map(lambda a: (a.article_id, (0, a)))), sides)
                 | "FlattenSides" >> beam.Flatten() | "JoinArticles" >> beam.GroupByKey()
                 | "AnnotationRows" >> beam.FlatMap(signed_rows, rules))
-        rejects = ledger.rejects | "FlattenRejects" >> beam.Flatten()
+        # Typed, so that they cross to their writer with `RejectCoder`, not pickled.
+        rejects = ledger.rejects | "FlattenRejects" >> beam.Flatten().with_output_types(Reject)
         (rows, rejects) | "WriteTables" >> WriteTables(
             out, ANNOTATE_TABLES, shards, file_metadata=self._meta, row_of={"rejects": Reject.row})
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
@@ -286,7 +325,8 @@ def run_annotate(spec: RecordSpec, inputs: Sequence[str], output: str,
     pipeline = beam.Pipeline(options=options or default_options())
     pipeline | "AnnotateRecord" >> AnnotateRecordArticles(
         spec, inputs, output, file_metadata=file_metadata(spec, inputs))
-    return run_pipeline(pipeline)
+    with short_state_sampling():
+        return run_pipeline(pipeline)
 
 
 class FilterRecord(beam.PTransform):

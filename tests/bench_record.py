@@ -33,6 +33,11 @@ the machine filter per reader.
 
     .venv/bin/python tests/bench_record.py [--input PATTERN ...] [--rounds 3] [--no-ratio]
         [--no-scaling] [--scale 1,3,10] [--workers 0,1,2] [--profile 25] [--readers ...]
+        [--arm LABEL=ARGS ...]
+
+`--arm` (repeatable) runs each configuration of the scaling table once per arm, the arms in turn,
+with ARGS added to the command (`--set key=value`, Beam flags; leading `NAME=VALUE` words set
+its environment): an A/B of a setting in one run, under the same load.
 
 `--profile N` adds a cProfile of one in-process run: the top N functions by own time, and the
 top N of the project's functions by cumulative time.
@@ -49,6 +54,7 @@ import os
 import pstats
 import re
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -56,7 +62,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -309,14 +315,17 @@ class Measured:
         return max(self.workers_kb) if self.workers_kb else self.driver_kb
 
 
-def run_measured(command: list[str], log_path: str, poll: float = 0.2) -> Measured:
-    """Run `command` (output to `log_path`), polling its process tree every `poll` seconds."""
+def run_measured(command: list[str], log_path: str, poll: float = 0.2,
+                 env: Optional[dict[str, str]] = None) -> Measured:
+    """Run `command` (output to `log_path`, with `env` added to the environment), polling its
+    process tree every `poll` seconds."""
     peaks: dict[int, int] = {}
     cpu: dict[int, float] = {}
     kinds: dict[int, str] = {}
     start = time.perf_counter()
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                   env={**os.environ, **(env or {})})
         while process.poll() is None:
             processes = _processes()
             for pid in _tree(process.pid, processes):
@@ -334,21 +343,43 @@ def run_measured(command: list[str], log_path: str, poll: float = 0.2) -> Measur
     return Measured(time.perf_counter() - start, process.returncode, peaks, cpu, kinds, process.pid)
 
 
-def generate_command(input_dir: str, output: str, workers: int) -> list[str]:
-    """`csdata record generate` on `input_dir`, near duplicates off; `workers` 0 = in process."""
+def generate_command(input_dir: str, output: str, workers: int, extra: Sequence[str] = ()) -> list[str]:
+    """`csdata record generate` on `input_dir`, near duplicates off; `workers` 0 = in process;
+    `extra`: more arguments (an `--arm`'s)."""
     command = [sys.executable, "-m", "pipeline.cli", "record", "generate", "--input", input_dir,
                "--output", output, "--set", NEAR_OFF, "--runner=FnApiRunner"]
     if workers:
         command += ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
-    return command
+    return [*command, *extra]
 
 
-def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], configs: list[int]) -> None:
-    """Part 2: the scaling table; a configuration is a worker count, 0 = in process."""
+def parse_arms(specs: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """`--arm LABEL=ARGS` values as (label, arguments); none given: one arm without arguments.
+    Leading `NAME=VALUE` words of ARGS (NAME in capitals) set the command's environment."""
+    arms = []
+    for spec in specs:
+        label, _, args = spec.partition("=")
+        arms.append((label, shlex.split(args)))
+    return arms or [("", [])]
+
+
+def split_env(args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """An arm's leading `NAME=VALUE` words (the environment) and the rest (arguments)."""
+    env: dict[str, str] = {}
+    rest = list(args)
+    while rest and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", rest[0]):
+        name, _, value = rest.pop(0).partition("=")
+        env[name] = value
+    return env, rest
+
+
+def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], configs: list[int],
+                  arms: Sequence[tuple[str, list[str]]] = (("", []),)) -> None:
+    """Part 2: the scaling table; a configuration is a worker count, 0 = in process. With
+    several `arms` (label, extra arguments of the command), each configuration runs once per
+    arm, the arms in turn, so that a change of the machine's load hits them alike."""
     articles = read_articles(inputs, spec)
-    names = {n: f"multi_processing, {n} worker{'s' if n > 1 else ''}" if n else "in process"
-             for n in configs}
-    results: dict[tuple[int, int], Measured] = {}
+    results: dict[tuple[int, int, str], Measured] = {}
     base = tempfile.mkdtemp(prefix="bench-scaling-")
     print(f"scaling of `csdata record generate` ({len(articles)} input articles repeated with changed "
           f"ids; --set {NEAR_OFF}; wall includes interpreter start and imports; CPU and peak RSS "
@@ -359,35 +390,46 @@ def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], config
         for scale in scales:
             folder = os.path.join(base, f"x{scale}")
             n = write_copies(articles, scale, folder)
-            for config in configs:
-                output = os.path.join(base, f"out-x{scale}-w{config}")
-                run = results[(scale, config)] = run_measured(
-                    generate_command(folder, output, config), output + ".log")
-                if run.code != 0:   # the folder goes at the end: show the log's end now
-                    with open(output + ".log", encoding="utf-8", errors="replace") as log:
-                        tail = "".join(log.readlines()[-8:])
-                    print(f"{names[config]:<29}{n:9d}  failed (exit {run.code}); the end of its log:\n{tail}")
-                    continue
-                one = results.get((scale, 1))
-                speedup = f"{one.wall / run.wall:.2f}x" if one and one.code == 0 and config else "-"
-                # What the split of the work allows when each process gets a core of its own
-                # (a shared machine's wall clock may not give them one): one worker's CPU seconds
-                # (driver and worker) over this run's longest path, the driver plus its busiest worker.
-                bound = (f"{(one.driver_cpu + sum(one.workers_cpu)) / (run.driver_cpu + max(run.workers_cpu)):.2f}x"
-                         if one and one.code == 0 and config and run.workers_cpu and one.workers_cpu else "-")
-                first = results.get((scales[0], config))
-                growth = (f"{run.worker_peak_kb / first.worker_peak_kb:.2f}"
-                          if first and first.code == 0 and scale != scales[0] else "-")
-                cpu = "; ".join([f"{run.driver_cpu:.0f}", ", ".join(f"{c:.0f}" for c in run.workers_cpu)])
-                rss = "; ".join([f"{run.driver_kb / 1024:.0f}", ", ".join(f"{kb / 1024:.0f}" for kb in run.workers_kb)])
-                print(f"{names[config]:<29}{n:9d}{run.wall:8.1f}{n / run.wall:11.2f}{speedup:>12}{bound:>10}"
-                      f"{cpu.rstrip('; '):>23}{rss.rstrip('; '):>25}{growth:>7}", flush=True)
+            for index, config in enumerate(configs):
+                for label, extra in arms:
+                    name = (f"multi_processing, {config} worker{'s' if config > 1 else ''}" if config
+                            else "in process") + (f" [{label}]" if label else "")
+                    output = os.path.join(base, f"out-x{scale}-w{config}-{index}-{label}")
+                    env, extra_args = split_env(extra)
+                    run = results[(scale, config, label)] = run_measured(
+                        generate_command(folder, output, config, extra_args), output + ".log", env=env)
+                    if run.code != 0:   # the folder goes at the end: show the log's end now
+                        with open(output + ".log", encoding="utf-8", errors="replace") as log:
+                            tail = "".join(log.readlines()[-8:])
+                        print(f"{name:<29}{n:9d}  failed (exit {run.code}); the end of its log:\n{tail}")
+                        continue
+                    print(scaling_row(name, n, run, results.get((scale, 1, label)),
+                                      results.get((scales[0], config, label)), scale != scales[0]),
+                          flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print(f"goals: 2 workers >= {SPEEDUP_GOAL}x one worker; worker peak RSS at the largest scale "
           f"within {RSS_GOAL}x of the smallest ('vs 1x'). 'vs 1 worker' is wall clock against the "
           f"1-worker run before it; 'CPU-bound' the speed-up the division of the CPU work allows "
           f"(1-worker CPU seconds / driver + busiest worker), less skewed by other load")
+
+
+def scaling_row(name: str, n: int, run: Measured, one: Optional[Measured], first: Optional[Measured],
+                larger: bool) -> str:
+    """A row of the scaling table: `run` against the latest 1-worker run of its scale and arm
+    (`one`) and against its own configuration at the first scale (`first`, when `larger`)."""
+    multi = bool(run.workers_cpu)
+    speedup = f"{one.wall / run.wall:.2f}x" if one and one.code == 0 and multi else "-"
+    # What the split of the work allows when each process gets a core of its own (a shared
+    # machine's wall clock may not give them one): one worker's CPU seconds (driver and worker)
+    # over this run's longest path, the driver plus its busiest worker.
+    bound = (f"{(one.driver_cpu + sum(one.workers_cpu)) / (run.driver_cpu + max(run.workers_cpu)):.2f}x"
+             if one and one.code == 0 and multi and one.workers_cpu else "-")
+    growth = f"{run.worker_peak_kb / first.worker_peak_kb:.2f}" if first and first.code == 0 and larger else "-"
+    cpu = "; ".join([f"{run.driver_cpu:.0f}", ", ".join(f"{c:.0f}" for c in run.workers_cpu)])
+    rss = "; ".join([f"{run.driver_kb / 1024:.0f}", ", ".join(f"{kb / 1024:.0f}" for kb in run.workers_kb)])
+    return (f"{name:<29}{n:9d}{run.wall:8.1f}{n / run.wall:11.2f}{speedup:>12}{bound:>10}"
+            f"{cpu.rstrip('; '):>23}{rss.rstrip('; '):>25}{growth:>7}")
 
 
 # --------------------------------------------------------------------------- machine filter
@@ -440,6 +482,9 @@ def main() -> None:
                         help="comma-separated copies of the input for the scaling table (first = 1x)")
     parser.add_argument("--workers", default="0,1,2",
                         help="configurations of the scaling table: multi_processing worker counts, 0 = in process")
+    parser.add_argument("--arm", action="append", default=[], metavar="LABEL=ARGS",
+                        help="run each configuration of the scaling table once per arm, the arms in "
+                             "turn, with ARGS added to the command (repeatable; A/B in one run)")
     parser.add_argument("--readers", default="lexical,predictions,cross-encoder",
                         help="comma-separated readers to time in the machine filter ('' for none)")
     parser.add_argument("--cross-steps", type=int, default=10,
@@ -459,7 +504,7 @@ def main() -> None:
             run_pipeline_once(inputs, spec)   # the warm-up
         bench_profile(inputs, spec, args.profile)
     if not args.no_scaling:
-        bench_scaling(inputs, spec, _numbers(args.scale), _numbers(args.workers))
+        bench_scaling(inputs, spec, _numbers(args.scale), _numbers(args.workers), parse_arms(args.arm))
     if readers:
         bench_filter(out or run_pipeline_once(inputs, spec), spec, readers, args.cross_steps)
 

@@ -110,6 +110,7 @@ class Tally:
         self.lost: Counter = Counter()
         self.entity_errors: Counter = Counter()
         self.answer_errors: Counter = Counter()
+        self.answer_sets: Counter = Counter()
 
     def count_entities(self, ours: set, gold: set) -> None:
         """Entity errors by kind: a gold span we miss with no overlapping span of ours (`ner_missed`)
@@ -132,6 +133,15 @@ class Tally:
         for start, end, _ in ours - gold:
             self.answer_errors["wrong_link" if (start, end) in gold_entities
                                else "answer_not_published"] += 1
+        # The query's answer set as a whole: `entity_spans` when some difference is a span only
+        # one side has as an entity (NER: missed, extra or other boundaries), else `too_large`
+        # (wrong links only), `too_small` (missed links only) or `both`.
+        if ours != gold:
+            spans = any((s, e) not in ours_entities for s, e, _ in gold - ours) or any(
+                (s, e) not in gold_entities for s, e, _ in ours - gold)
+            kind = ("entity_spans" if spans else "both" if ours - gold and gold - ours
+                    else "too_large" if ours - gold else "too_small")
+            self.answer_sets[kind] += 1
 
     def report(self) -> dict:
         p, r, f = prf(self.ent_found, self.ent_gold)
@@ -153,6 +163,7 @@ class Tally:
             "lost_by_reason": dict(self.lost.most_common()),
             "entity_errors": dict(self.entity_errors.most_common()),
             "answer_errors": dict(self.answer_errors.most_common()),
+            "answer_sets_differing": dict(self.answer_sets.most_common()),
         }
 
 

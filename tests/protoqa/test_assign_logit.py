@@ -199,3 +199,27 @@ def test_cli_assign_with_minilm(tmp_path):
     # puppies -> dog|puppy, kitty cat -> cat|kitten, a misspelt refrigerator, and no cluster
     assert [r["cluster"] for r in rows] == ["t1.0", "t1.1", "t2.0", None]
     assert all(0.5 < r["confidence"] <= 1.0 for r in rows)
+
+
+def test_fidelity_cross_validation_predicts_each_question_from_the_other_folds():
+    fid = _fidelity_module()
+    spec = load_spec("protoqa")
+
+    def case(qid: str, truth_is_none: bool) -> ps.Case:
+        # the same signals in both questions: the lemma signal on cluster .0, a bias for "none"
+        clusters = [pm.Cluster(f"{qid}.0", ("x",), 9), pm.Cluster(f"{qid}.1", ("y",), 1)]
+        signals = np.zeros((2, len(ps.SIGNALS)))
+        signals[0, ps.SIGNALS.index("lemma")] = 1.0
+        none = np.zeros(len(ps.NONE_SIGNALS))
+        none[ps.NONE_SIGNALS.index("bias")] = 1.0
+        truth = None if truth_is_none else f"{qid}.0"
+        return ps.Case(qid, "a", truth, clusters, signals, none, "new" if truth_is_none else "member")
+
+    # A's truth is its cluster .0, B's is none. With 2 folds each question is predicted by a fit
+    # on the other alone, which learns the opposite answer: B says "none", A says ".0", so every
+    # case is missed. One fit on both would see identical signals and agree on half of them.
+    cases = [case("A", False) for _ in range(20)] + [case("B", True) for _ in range(20)]
+    result = fid.cross_validated(cases, spec.assign, None, folds=2, seed=spec.seed,
+                                 use_embeddings=False)
+    assert result["n"] == 40 and result["agreement"] == 0.0
+    assert result["n_member"] == 20 and result["n_new"] == 20

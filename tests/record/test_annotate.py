@@ -210,3 +210,41 @@ def test_a_cnn_pipeline_loads_without_importing_torch_and_torch_stays_importable
                           cwd=root)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["False ['Tracy Morgan', 'Berlin']", "3"]
+
+
+def _sized(article_id: str, paragraph: int, highlight: int = 0) -> Article:
+    return Article(id=article_id, paragraphs=("p" * paragraph,), highlights=("h" * highlight,) if highlight else ())
+
+
+def test_by_work_orders_by_text_length_then_id():
+    from transforms.record.annotate.stage import annotation_work, by_work
+
+    articles = [_sized("b", 10), _sized("a", 7, 3), _sized("c", 30), _sized("d", 1)]
+    assert annotation_work(articles[1]) == 10     # paragraphs and highlights: 7 + 3 characters
+    assert [a.id for a in by_work(articles)] == ["c", "a", "b", "d"]   # a ties b at 10: by id
+
+
+def test_order_by_work_fn_sorts_within_chunks_and_holds_at_most_one():
+    """Chunks of 2: each full chunk leaves, sorted, when it fills; the rest at the bundle's end."""
+    from transforms.record.annotate.stage import OrderByWorkFn
+
+    fn = OrderByWorkFn(chunk=2)
+    fn.start_bundle()
+    out = []
+    for article in [_sized("a", 1), _sized("b", 5), _sized("c", 9), _sized("d", 3), _sized("e", 4)]:
+        out += [a.id for a in fn.process(article)]
+    assert out == ["b", "a", "c", "d"]
+    assert [wv.value.id for wv in fn.finish_bundle()] == ["e"]
+    assert list(fn.finish_bundle()) == []
+
+
+def test_order_by_work_keeps_every_article(test_pipeline):
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from transforms.record.annotate.stage import OrderByWork
+
+    articles = [_sized(f"x{i}", (i * 37) % 101 + 1) for i in range(25)]
+    with test_pipeline as p:
+        ordered = p | beam.Create(articles) | OrderByWork(chunk=4)
+        assert_that(ordered | beam.Map(lambda a: a.id), equal_to([a.id for a in articles]))

@@ -97,7 +97,7 @@ def test_a_split_variant_reuses_every_annotation(annotations, tmp_path):
 
 def test_an_ner_rules_variant_reuses_every_annotation_and_applies_its_rules(annotations, tmp_path):
     # Another rule list than the stored one: the stored model spans serve, the rules run again.
-    variant = ["--set", "annotator.ner_rules=[dateline, honorifics]"]
+    variant = ["--set", "annotator.ner_rules=[named_dates, dateline, honorifics, capitalised_runs]"]
     cold, warm = tmp_path / "cold", tmp_path / "warm"
     assert generate(cold, *variant) == 0
     assert generate(warm, *variant, "--annotations", str(annotations)) == 0

@@ -189,6 +189,37 @@ def test_acronyms_any_label_links_a_mislabelled_acronym() -> None:
     assert strict.resolve(mentions(("United States", "GPE"), ("US", "NORP"))) == [0, 0]
 
 
+def test_clipped_names_link_a_cut_last_word() -> None:
+    # A football club's short name: "Brom" is "Bromwich" cut by four letters; spaCy tagged the
+    # two mentions GPE and FAC.
+    pairs = (("West Bromwich Albion", "FAC"), ("Swansea City", "ORG"), ("West Brom", "GPE"))
+    assert chains(*pairs) == [0, 1, 2]                       # base rules: no shared whole word
+    clipped = RuleCoreferencer(rules=["clipped_names"])
+    assert clipped.resolve(mentions(*pairs)) == [0, 1, 0]
+    # Not a plural ending (cut by under three letters), not a one-word form, not a person, not a
+    # clipped word other than the last, not a cut under three letters.
+    assert clipped.resolve(mentions(("Air Forces Command", "ORG"), ("Air Force", "ORG"))) == [0, 1]
+    assert clipped.resolve(mentions(("Bromwich Albion", "ORG"), ("Brom", "ORG"))) == [0, 1]
+    assert clipped.resolve(mentions(("West Bromwich", "PERSON"), ("West Brom", "PERSON"))) == [0, 1]
+    assert clipped.resolve(mentions(("Western Bromwich", "ORG"), ("West Brom", "ORG"))) == [0, 1]
+    assert clipped.resolve(mentions(("New Yorkshire Trust", "ORG"), ("New Yo", "ORG"))) == [0, 1]
+
+
+def test_partial_names_same_case_keeps_a_caption_apart() -> None:
+    # A transcript caption in capitals holds the show's name; the release keeps them apart.
+    pairs = (("CNN Student News", "ORG"), ("CNN STUDENT NEWS ANCHOR", "ORG"))
+    assert chains(*pairs) == [0, 0]                          # base rules: a partial name
+    same_case = RuleCoreferencer(rules=["partial_names_same_case"])
+    assert same_case.resolve(mentions(*pairs)) == [0, 1]
+    # The same case still links a partial name (prefix or suffix); an exact match, whatever the
+    # case, is not a partial name; people are left to the name rules.
+    assert same_case.resolve(mentions(("Real Madrid", "ORG"), ("Real", "ORG"),
+                                      ("Manchester United", "ORG"), ("United", "ORG"),
+                                      ("MANCHESTER UNITED", "ORG"))) == [0, 0, 1, 1, 1]
+    assert same_case.resolve(mentions(("REAL MADRID", "ORG"), ("Madrid", "ORG"))) == [0, 1]
+    assert same_case.resolve(mentions(("TRACY MORGAN", "PERSON"), ("Morgan", "PERSON"))) == [0, 0]
+
+
 def test_unknown_optional_rule_is_refused() -> None:
     with pytest.raises(ValueError, match="acronyms_any_label"):
         RuleCoreferencer(rules=["no_such_rule"])
@@ -317,6 +348,9 @@ def test_spec_rule_names_match_the_coref_rules() -> None:
 def test_registry() -> None:
     assert isinstance(make_coreferencer("rules"), RuleCoreferencer)
     assert make_coreferencer("rules", ["acronyms_any_label"]).rules == (COREF_RULES["acronyms_any_label"],)
+    both = RuleCoreferencer(rules=["partial_names_same_case", "clipped_names"])
+    assert both.rules == (COREF_RULES["clipped_names"],)
+    assert both.vetoes == (COREF_RULES["partial_names_same_case"],)
     assert set(COREFERENCERS) == {"rules"}
     with pytest.raises(ValueError, match="rules"):
         make_coreferencer("neural")

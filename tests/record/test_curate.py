@@ -5,6 +5,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
 from transforms.core.dedup import DropNearDuplicates, lsh_bands, near_duplicates_in_bucket
+from transforms.core.stages import StageStep, Summarize
 from transforms.record.article import Article
 from transforms.record.curate import DropDuplicateIds, shingles, split_article
 
@@ -60,6 +61,30 @@ def test_near_duplicates_drop_the_larger_id_only():
         assert_that(kept | beam.Map(lambda a: a.id), equal_to(["a", "c"]))
         assert_that(rejects | "R" >> beam.Map(lambda r: (r.reason, r.record_id, r.detail)),
                     equal_to([("near_duplicate", "b", "similar to a")]), label="rejects")
+
+
+def test_stages_chained_after_the_near_duplicate_verdict_keep_their_own_accounting(tmp_path):
+    import json
+
+    base = WORDS * 3
+    edited = list(base)
+    edited[40] = "changed"
+    path = str(tmp_path / "summary.json")
+    second = StageStep("second", lambda a: [Reject("second", "unwanted", a.id)] if a.id == "c" else [a.id])
+    with beam_test_pipeline() as p:
+        arts = p | beam.Create([article("b", edited), article("a", base),
+                                article("c", list(reversed(WORDS)) * 3)])
+        kept, rejects, tallies = arts | DropNearDuplicates(
+            0.8, 128, 1, shingles=lambda a: shingles(a, 5), key=lambda a: a.id, then=[second])
+        assert_that(kept, equal_to(["a"]))
+        assert_that(rejects | "R" >> beam.Map(lambda r: (r.stage, r.reason, r.record_id)),
+                    equal_to([("dedup_near", "near_duplicate", "b"), ("second", "unwanted", "c")]),
+                    label="rejects")
+        tallies | Summarize(path, ["dedup_near", "second"], few=True)
+    stages = json.load(open(path))["stages"]
+    # b is a near duplicate of a; of the two kept, the chained stage rejects c.
+    assert stages["dedup_near"] == {"in": 3, "kept": 2, "rejected": {"near_duplicate": 1}, "balanced": True}
+    assert stages["second"] == {"in": 2, "kept": 1, "rejected": {"unwanted": 1}, "balanced": True}
 
 
 def test_split_rejects_name_their_reason():

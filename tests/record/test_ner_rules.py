@@ -110,6 +110,55 @@ def test_lowercase_gap_splits_at_a_verb_but_keeps_connectors():
     assert ner_rules.lowercase_gap(text, [(0, 12, "ORG")]) == [(0, 12, "ORG")]
 
 
+def test_named_dates_keeps_holidays_and_codes_but_not_dates_or_numbers():
+    text = "On Christmas and Halloween Eve, not Friday or March 2013; Q1 at 40C, Two and 12:13 EST."
+    found = spans(text, ("Christmas", "DATE"), ("Halloween Eve", "DATE"), ("Friday", "DATE"),
+                  ("March 2013", "DATE"), ("Q1", "CARDINAL"), ("40C", "QUANTITY"), ("Two", "CARDINAL"),
+                  ("12:13 EST", "TIME"))
+    assert texts(text, ner_rules.named_dates(text, found)) == [
+        ("Christmas", "EVENT"), ("Halloween Eve", "EVENT"), ("Friday", "DATE"), ("March 2013", "DATE"),
+        ("Q1", "PRODUCT"), ("40C", "PRODUCT"), ("Two", "CARDINAL"), ("12:13 EST", "TIME")]
+    text = "the Twitter Monday and Friday's game on Saturdays last weekend"   # calendar words, lower case
+    found = spans(text, ("Twitter Monday", "DATE"), ("Friday's", "DATE"), ("Saturdays", "DATE"),
+                  ("last weekend", "DATE"))
+    assert ner_rules.named_dates(text, found) == found
+
+
+def test_named_dates_names_reach_the_spec_labels_through_apply_rules():
+    text = "over Christmas"
+    assert apply_rules(text, [(5, 14, "DATE")], ["named_dates"]) == ((5, 14, "EVENT"),)
+
+
+def test_capitalised_runs_adds_names_inside_a_sentence():
+    text = 'Their Premier League clash, said CNN affiliate TV Record, was to "Star Wars" fans.'
+    result = ner_rules.capitalised_runs(text, spans(text, ("CNN", "ORG")))
+    assert texts(text, result) == [("Premier League", "ORG"), ("CNN", "ORG"), ("TV Record", "ORG"),
+                                   ("Star Wars", "ORG")]
+
+
+def test_capitalised_runs_end_at_punctuation_possessives_and_stop_words():
+    text = "the Premier League's Golden Boot, and Aston Villa. Then a New Era The Big Apple"
+    assert texts(text, ner_rules.capitalised_runs(text, [])) == [
+        ("Premier League", "ORG"), ("Golden Boot", "ORG"), ("Aston Villa", "ORG"), ("New Era", "ORG"),
+        ("Big Apple", "ORG")]
+    text = "said You're Welcome, and on Monday Night Football, with Mr Big Man"
+    assert texts(text, ner_rules.capitalised_runs(text, [])) == [("Night Football", "ORG"), ("Big Man", "ORG")]
+
+
+def test_capitalised_runs_skips_sentence_starts_headlines_titles_and_neighbours_of_spans():
+    for text in ("Premier League clubs agreed.", "It ended. Premier League clubs agreed.",
+                 'He said: "Premier League clubs agreed."', "NEW: Overpass Construction stalled",
+                 "fans - Premier League clubs - agreed", "SCROLL DOWN FOR VIDEO Wanted for fraud",
+                 "press CLICK HERE now", "the Majority Leader and the Foreign Secretary spoke"):
+        assert ner_rules.capitalised_runs(text, []) == [], text
+    text = "the next House Majority Leader and Dominic King's Player Ratings"
+    found = spans(text, ("House", "ORG"), ("Dominic King's", "PERSON"))
+    assert ner_rules.capitalised_runs(text, found) == found
+    text = "fans of Premier League"   # a span over the run: nothing added
+    found = spans(text, ("fans of Premier", "ORG"))
+    assert ner_rules.capitalised_runs(text, found) == found
+
+
 def test_apply_rules_runs_only_the_named_rules_and_refuses_unknown_names():
     text = "Ms Stubbings - whose"
     found = [(0, len(text), "PERSON")]

@@ -71,6 +71,23 @@ def test_queries_replace_one_mention_and_list_every_coreferent_answer():
         ("Ada Quill", "Ada Quill"), ("Quill", "Quill")]
 
 
+def test_answer_rule_chain_texts_adds_same_text_mentions_of_other_chains():
+    # Quill's chain (1) holds "Ada Quill" and the highlight's "Quill"; a second "Quill" (the
+    # one inside "Ada Quill", given chain 7 here) belongs to another chain.
+    article = annotated([GOOD])
+    text = article.split.text
+    inner = text.index("Ada Quill") + 4
+    entities = (*article.passage_entities, Entity(inner, inner + 5, "Quill", "PERSON", 7))
+    [chain] = make_queries("p1", GOOD, entities)
+    [texts] = make_queries("p1", GOOD, entities, "chain_texts")
+    highlight = text.rindex("Quill")
+    assert [(a["start"], a["text"]) for a in chain["answers"]] == [
+        (text.index("Ada Quill"), "Ada Quill"), (highlight, "Quill")]
+    # The same text joins; other chains' other texts ("Lumen Labs", ...) do not.
+    assert [(a["start"], a["text"]) for a in texts["answers"]] == [
+        (text.index("Ada Quill"), "Ada Quill"), (inner, "Quill"), (highlight, "Quill")]
+
+
 def test_passage_filter_counts_distinct_entities():
     article = annotated([])
     assert list(filter_passage(article, SPEC.passage)) == [article]

@@ -69,3 +69,17 @@ def test_directories_expand_to_supported_files_only(tmp_path):
     (tmp_path / "readme.md").write_text("x")
     assert expand_local_inputs([str(tmp_path), "gs://bucket/*.story"], SUPPORTED_SUFFIXES) == [
         str(tmp_path / "a.story"), str(tmp_path / "sub" / "b.jsonl"), "gs://bucket/*.story"]
+
+
+def test_read_patterns_refuses_a_missing_file_but_not_an_empty_glob(tmp_path):
+    import pytest
+    from apache_beam.io.filesystem import BeamIOError
+
+    from transforms.core.files import read_patterns
+
+    (tmp_path / "a.txt").write_bytes(b"one\ntwo\n")
+    lines = lambda path, handle: (line.strip() for line in handle)  # noqa: E731
+    got = list(read_patterns(b"", [str(tmp_path / "*.txt"), str(tmp_path / "*.none")], lines))
+    assert got == [b"one", b"two"]
+    with pytest.raises(BeamIOError, match="Empty match"):
+        list(read_patterns(b"", [str(tmp_path / "missing.txt")], lines))

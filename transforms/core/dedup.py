@@ -13,7 +13,7 @@ import apache_beam as beam
 import numpy as np
 
 from transforms.core.accounting import Reject
-from transforms.core.stages import Stage, split_sides
+from transforms.core.stages import ChainedStages, Stage, StageStep, split_sides
 
 DEDUP_NEAR = "dedup_near"
 
@@ -85,18 +85,22 @@ def near_duplicates_in_bucket(members: Sequence[Member], threshold: float, max_b
                 break
 
 class SignFn(beam.DoFn):
-    """Emit (band key, (id, signature, payload)) for each LSH band of an element's MinHash."""
+    """Emit (band key, (id, signature, payload)) for each LSH band of an element's MinHash, and
+    `(id, (ELEMENT, element))` on the KEYED output, for the join with the verdicts (a DoFn for
+    the tagged output: one step instead of a keying step beside it)."""
 
     def __init__(self, hasher: MinHasher, shingles: Callable[[Any], set[bytes]],
                  key: Callable[[Any], str], payload: Callable[[Any], Any]):
         self._hasher, self._shingles, self._key, self._payload = hasher, shingles, key, payload
 
-    def process(self, element: Any) -> Iterator[tuple[str, Member]]:
+    def process(self, element: Any) -> Iterator[Any]:
+        record_id = self._key(element)
+        yield beam.pvalue.TaggedOutput(KEYED, (record_id, (ELEMENT, element)))
         signature = self._hasher.signature(self._shingles(element))
         if signature is None:
             return
         for band_key in self._hasher.band_keys(signature):
-            yield band_key, (self._key(element), signature, self._payload(element))
+            yield band_key, (record_id, signature, self._payload(element))
 
 ELEMENT, SIMILAR_TO, SIGNATURE = 0, 1, 2     # which side of a join a keyed value comes from
 KEYED = "keyed"
@@ -155,6 +159,10 @@ class DropNearDuplicates(beam.PTransform):
     `signatures`, `(id, (SIGNATURE, (content key, signature values)))` pairs made earlier with the same
     threshold, permutations and seed (stored annotations), are used for the elements whose
     `content_key(element)` they carry, instead of hashing their shingles again.
+
+    `then`: stages applied to each kept element in the same step as the verdict (`ChainedStages`:
+    one step fewer per stage); their rejects and tallies join this stage's, and the kept values
+    are those of the last one.
     """
 
     def __init__(self, threshold: float, num_perm: int, seed: int,
@@ -163,8 +171,10 @@ class DropNearDuplicates(beam.PTransform):
                  payload: Callable[[Any], Any] = lambda _: None,
                  confirm: Optional[Callable[[Any, Any], bool]] = None,
                  signatures: Optional[beam.PCollection] = None,
-                 content_key: Optional[Callable[[Any], str]] = None):
+                 content_key: Optional[Callable[[Any], str]] = None,
+                 then: Sequence[StageStep] = ()):
         super().__init__()
+        self._then = tuple(then)
         if signatures is not None and content_key is None:
             raise ValueError("stored signatures need content_key")
         self._hasher = MinHasher(threshold, num_perm, seed)
@@ -177,8 +187,9 @@ class DropNearDuplicates(beam.PTransform):
         key, stage = self._key, self._stage
         content_key = self._content_key
         if self._signatures is None or content_key is None:
-            bands = elements | "SignAndBand" >> beam.ParDo(SignFn(self._hasher, self._shingles, key, self._payload))
-            keyed = elements | "KeyById" >> beam.Map(lambda e: (key(e), (ELEMENT, e)))
+            signed = elements | "SignAndBand" >> beam.ParDo(
+                SignFn(self._hasher, self._shingles, key, self._payload)).with_outputs(KEYED, main="bands")
+            bands, keyed = signed.bands, signed[KEYED]
         else:
             signed = ((elements | "KeyById" >> beam.Map(lambda e: (key(e), (ELEMENT, e))), self._signatures)
                       | "FlattenSignatures" >> beam.Flatten() | "JoinSignatures" >> beam.GroupByKey()
@@ -195,4 +206,7 @@ class DropNearDuplicates(beam.PTransform):
         )
         # A plain GroupByKey over both sides: what CoGroupByKey does, without its tagging steps.
         grouped = (keyed, similar) | "FlattenMarks" >> beam.Flatten() | "JoinMarks" >> beam.GroupByKey()
-        return grouped | "Decide" >> Stage(stage, lambda g: _mark_or_keep(g, stage), units=_element_count)
+        decide = StageStep(stage, lambda g: _mark_or_keep(g, stage), units=_element_count)
+        if not self._then:
+            return grouped | "Decide" >> Stage(stage, decide.fn, units=decide.units)
+        return grouped | "Decide" >> ChainedStages([decide, *self._then])

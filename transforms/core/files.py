@@ -6,6 +6,8 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io import fileio
+from apache_beam.io.filesystem import BeamIOError
+from apache_beam.io.filesystems import FileSystems
 
 
 def expand_local_inputs(patterns: Iterable[str],
@@ -29,6 +31,20 @@ def read_file(readable: fileio.ReadableFile, splitter: Splitter) -> Iterator[Any
     with readable.open(compression_type="uncompressed") as handle:
         yield from splitter(path, handle)
 
+def read_patterns(_: Any, patterns: Sequence[str], splitter: Splitter) -> Iterator[Any]:
+    """The raw records of every file matching `patterns`, in one step: what `fileio.MatchAll()`
+    (an empty match is an error unless the pattern has a `*`), `fileio.ReadMatches()`
+    (directories skipped) and `read_file` do, without their three steps. (Beam's own check of
+    that rule raises `ValueError("ALLOW_IF_WILDCARD")` for a pattern without `*`; this says
+    which pattern matched nothing.)"""
+    for pattern, result in zip(patterns, FileSystems.match(list(patterns))):
+        if not result.metadata_list and "*" not in pattern:
+            raise BeamIOError(f"Empty match for pattern {pattern}. Disallowed.")
+        for metadata in result.metadata_list:
+            if not metadata.path.endswith(("/", "\\")):
+                yield from read_file(fileio.ReadableFile(metadata), splitter)
+
+
 class ReadRawRecords(beam.PTransform):
     """Match file patterns, split each file into raw records with `splitter(path, handle)`, and
     rebalance them, so one big file (an archive, a JSONL dump) does not pin its records to one
@@ -42,10 +58,9 @@ class ReadRawRecords(beam.PTransform):
     def expand(self, pbegin):
         return (
             pbegin
-            # No reshuffle of the few patterns: the records are rebalanced below anyway.
-            | "Patterns" >> beam.Create(self._patterns, reshuffle=False)
-            | "MatchFiles" >> fileio.MatchAll()
-            | "ReadMatches" >> fileio.ReadMatches()
-            | "SplitFiles" >> beam.FlatMap(read_file, self._splitter)
+            # The few patterns are matched and read in one step (a `Create` of them would not
+            # spread them either, without a reshuffle): the records are rebalanced below.
+            | "Patterns" >> beam.Impulse()
+            | "SplitFiles" >> beam.FlatMap(read_patterns, self._patterns, self._splitter)
             | "Rebalance" >> beam.Reshuffle()
         )

@@ -213,8 +213,9 @@ class Summarize(beam.PTransform):
     The tallies of a stage named in `sections` are not a stage of the table: they become the
     entry `{outcome: n}` of that name in summary.json (present only when such tallies came).
     `few=True` says the tallies are few (every stage sums them per bundle: `BundleTally`), so
-    they are summed after one plain grouping, with fewer steps than a lifted global combine;
-    leave it off where a stage tallies per element (`route`).
+    they are summed as one side input of the step that writes the summary (one step after an
+    `Impulse`, where a lifted global combine takes five and a keyed grouping four); leave it
+    off where a stage tallies per element (`route`).
     """
 
     def __init__(self, path: str, stage_order: list[str], sections: Sequence[str] = (), few: bool = False):
@@ -229,12 +230,13 @@ class Summarize(beam.PTransform):
         # The Impulse's element (which counts nothing) makes a run without any tally write its
         # (empty) summary too, without a default side input or a Create's steps.
         start = tallies.pipeline | "Start" >> beam.Impulse()
-        started = (tallies, start) | "WithStart" >> beam.Flatten()
         if self._few:
-            counts = (started | "KeyAll" >> beam.Map(lambda tally: (None, tally))
-                      | "GroupAll" >> beam.GroupByKey() | "Sum" >> beam.Map(lambda kv: sum_tallies(kv[1])))
-        else:   # one global combine instead of a per-key sum and then a list
-            counts = started | "CountOutcomes" >> beam.CombineGlobally(SumTallies()).without_defaults()
+            return start | "WriteSummary" >> beam.Map(
+                lambda _, found: write_json(path, summary_with_sections(sum_tallies(found), order, sections)),
+                beam.pvalue.AsList(tallies))
+        started = (tallies, start) | "WithStart" >> beam.Flatten()
+        # One global combine instead of a per-key sum and then a list.
+        counts = started | "CountOutcomes" >> beam.CombineGlobally(SumTallies()).without_defaults()
         return counts | "WriteSummary" >> beam.Map(
             lambda totals: write_json(path, summary_with_sections(totals, order, sections)))
 

@@ -51,7 +51,7 @@ class DropDuplicateIds(beam.PTransform):
         keyed = articles | "KeyById" >> beam.Map(lambda a: (a.id, a))
         if self._url_info is None:   # one GroupByKey: no empty URL side to join
             return (keyed | "GroupById" >> beam.GroupByKey()
-                    | "Pick" >> Stage(DEDUP_ID, lambda g: pick_by_id((g[0], {"articles": g[1], "urls": ()})),
+                    | "Pick" >> Stage(DEDUP_ID, lambda g: pick_by_id((g[0], {"articles": g[1], "urls": []})),
                                       units=lambda g: sum(1 for _ in g[1])))
         grouped = {"articles": keyed, "urls": self._url_info} | "GroupById" >> beam.CoGroupByKey()
         return grouped | "Pick" >> Stage(DEDUP_ID, pick_by_id,

@@ -6,7 +6,7 @@ Ids follow the published dataset: passage id = sha1(URL); query id =
 from __future__ import annotations
 
 import hashlib
-from typing import Iterator, Union
+from typing import Callable, Iterator, Union
 
 from data_specs.models import QuerySection
 from filters import record as record_filters
@@ -61,13 +61,31 @@ def sentence_verdict(sentence: Sentence, passage_grams: set, passage_chains: set
     return None
 
 
-def make_queries(passage_id: str, sentence: Sentence, passage_entities: tuple[Entity, ...]) -> list[dict]:
-    """One cloze query per entity mention of the sentence, with every coreferent passage answer."""
+def chain_answers(mention: Entity, passage_entities: tuple[Entity, ...]) -> list[Entity]:
+    """Answer rule `chain`: the passage mentions in the placeholder mention's chain."""
+    return [e for e in passage_entities if e.chain == mention.chain]
+
+
+def chain_text_answers(mention: Entity, passage_entities: tuple[Entity, ...]) -> list[Entity]:
+    """Answer rule `chain_texts`: the chain's passage mentions and every passage mention whose
+    text equals one of theirs, whatever its chain (a "Smith" of another Smith's chain too)."""
+    texts = {e.text for e in chain_answers(mention, passage_entities)}
+    return [e for e in passage_entities if e.chain == mention.chain or e.text in texts]
+
+
+ANSWER_RULES: dict[str, Callable[[Entity, tuple[Entity, ...]], list[Entity]]] = {
+    "chain": chain_answers, "chain_texts": chain_text_answers}
+
+
+def make_queries(passage_id: str, sentence: Sentence, passage_entities: tuple[Entity, ...],
+                 answer_rule: str = "chain") -> list[dict]:
+    """One cloze query per entity mention of the sentence, with its passage answers as
+    `answer_rule` (spec `query.answers`, a key of ANSWER_RULES) forms them."""
+    answers_of = ANSWER_RULES[answer_rule]
     rows = []
     for mention in sentence.entities:
         query = sentence.text[: mention.start] + PLACEHOLDER + sentence.text[mention.end :]
-        answers = sorted({(e.start, e.end - 1, e.text) for e in passage_entities
-                          if e.chain == mention.chain})
+        answers = sorted({(e.start, e.end - 1, e.text) for e in answers_of(mention, passage_entities)})
         rows.append({
             "query_id": query_id(passage_id, sentence.text, mention.start),
             "passage_id": passage_id,
@@ -100,4 +118,4 @@ def sentence_queries(article: AnnotatedArticle,
             yield Reject(SENTENCE_STAGE, verdict, f"{passage_id}#s{sentence.index}",
                          sentence.text[:200])
         else:
-            yield make_queries(passage_id, sentence, article.passage_entities)
+            yield make_queries(passage_id, sentence, article.passage_entities, query.answers)

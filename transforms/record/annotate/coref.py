@@ -29,8 +29,13 @@ them, never used to merge them.
      ("FBI" -> "Federal Bureau of Investigation", "DOJ" -> "Department of Justice"). With the
      optional rule `acronyms_any_label`, the acronym itself may carry any label: spaCy's small
      model often tags an acronym PERSON or NORP ("ROTC" -> "Reserve Officers' Training Corps").
+   - clipped names (optional rule `clipped_names`): the leading words of a longer
+     ORG/GPE/LOC/FAC mention with the last one cut short ("West Brom" -> "West Bromwich
+     Albion"), whatever the two labels.
    - partial names: a contiguous prefix or suffix of a longer mention with the same label
-     ("Real" -> "Real Madrid", "United" -> "Manchester United"). Never for a form that is only
+     ("Real" -> "Real Madrid", "United" -> "Manchester United"); with the optional rule
+     `partial_names_same_case`, only when the shared words have the same case ("CNN Student
+     News" is not the caption "CNN STUDENT NEWS ANCHOR"). Never for a form that is only
      stopwords, a single character, has no letter, or starts/ends with a connector ("of
      America"). For GPE/LOC, whose shared tokens usually name a different place ("York" / "New
      York", "Kansas" / "Kansas City"), only when the dropped tokens are geographic feature words
@@ -462,10 +467,62 @@ def _acronym_any_label(form: _Form, index: _FormIndex) -> Optional[_Targets]:
     return _Targets(own, False) if own else None
 
 
-# Optional rules (spec `coref.rules`), each tried before the base rules of the mention's label.
-COREF_RULES: dict[str, Callable[[_Form, _FormIndex], Optional[_Targets]]] = {
+def _clipped_name(form: _Form, index: _FormIndex) -> Optional[_Targets]:
+    """Targets of a name whose last word is clipped (rule `clipped_names`): the leading words of
+    a longer ORG/GPE/LOC/FAC name, the last one cut by three letters or more to a prefix of
+    three or more ("West Brom" -> "West Bromwich Albion"; "Air Force" is not "Air Forces"),
+    whatever the two labels."""
+    if form.label not in PLACE_ORG or len(form.key) < 2 or form.place is not None:
+        return None
+    head, last = form.key[:-1], form.key[-1]
+    if len(last) < 3 or not _can_shorten(form):
+        return None
+    size = len(form.key)
+
+    def clipped(full: _Form) -> bool:
+        return (full.label in PLACE_ORG and len(full.key) >= size and full.key[:size - 1] == head
+                and len(full.key[size - 1]) >= len(last) + 3 and full.key[size - 1].startswith(last))
+
+    found = index.indexes(index.first(form.key[0]), clipped)
+    return _Targets(found, False) if found else None
+
+
+def _partial_case_differs(short: _Form, full: _Form) -> bool:
+    """Veto of rule `partial_names_same_case`: a non-PERSON short form that is a leading or
+    trailing part of `full` only case-insensitively ("CNN Student News" in the transcript
+    caption "CNN STUDENT NEWS ANCHOR") does not stand for it."""
+    size = len(short.key)
+    if short.label == PERSON or size >= len(full.key):
+        return False
+    words = tuple(_plain(word) for word in short.words)
+    for key, full_words in ((full.key[:size], full.words[:size]), (full.key[-size:], full.words[-size:])):
+        if key == short.key:
+            return tuple(_plain(word) for word in full_words) != words
+    return False
+
+
+TargetRule = Callable[[_Form, _FormIndex], Optional[_Targets]]
+LinkVeto = Callable[[_Form, _Form], bool]
+
+# Optional rules (spec `coref.rules`). Target rules are tried before the base rules of the
+# mention's label; a veto removes a target (short form, target form) the rules found.
+TARGET_RULES: dict[str, TargetRule] = {
     "acronyms_any_label": _acronym_any_label,
+    "clipped_names": _clipped_name,
 }
+LINK_VETOES: dict[str, LinkVeto] = {
+    "partial_names_same_case": _partial_case_differs,
+}
+COREF_RULES: dict[str, Callable[..., object]] = {**TARGET_RULES, **LINK_VETOES}
+
+
+def _allowed(form: _Form, targets: Optional[_Targets], forms: Sequence[_Form],
+             vetoes: Sequence[LinkVeto]) -> Optional[_Targets]:
+    """`targets` without those a veto rejects for `form`; None when none is left."""
+    if targets is None or not vetoes:
+        return targets
+    kept = tuple(j for j in targets.indexes if not any(veto(form, forms[j]) for veto in vetoes))
+    return _Targets(kept, targets.unique_only) if kept else None
 
 
 class RuleCoreferencer:
@@ -477,7 +534,8 @@ class RuleCoreferencer:
         unknown = sorted(set(rules) - set(COREF_RULES))
         if unknown:
             raise ValueError(f"unknown coreference rules {unknown}; known: {sorted(COREF_RULES)}")
-        self.rules = tuple(COREF_RULES[name] for name in COREF_RULES if name in rules)
+        self.rules = tuple(TARGET_RULES[name] for name in TARGET_RULES if name in rules)
+        self.vetoes = tuple(LINK_VETOES[name] for name in LINK_VETOES if name in rules)
 
     def resolve(self, mentions: Sequence[Mention]) -> list[int]:
         """Chain id per mention; ids are 0.. in order of first appearance."""
@@ -497,6 +555,7 @@ class RuleCoreferencer:
             targets = next((found for rule in self.rules if (found := rule(form, form_index))), None)
             if targets is None:
                 targets = _targets(form, form_index, self.places)
+            targets = _allowed(form, targets, forms, self.vetoes)
             if targets is not None:
                 for index in at:
                     shorts[index] = targets

@@ -26,6 +26,20 @@ choice of rules.
 * `lowercase_gap`: a span is split at a lower-case word between capitalised words that is not
   a name connector ("Tottenham Hotspur convinced Ben Davies" -> two names; "Bank of England"
   stays).
+* `named_dates`: a date or number span written as a name is kept as one (labels outside
+  `annotator.labels` are dropped later): a DATE span whose words are all capitalised and none is
+  a weekday, month or "Today" ("Christmas", "Halloween Eve", "Olympic") becomes EVENT, a number
+  span whose every word has a capital letter and one a digit ("Q1", "40C") PRODUCT. The release
+  lists these and never a date ("Friday", "March 2013") or a number ("Two").
+* `capitalised_runs`: two or more capitalised words inside a sentence that no span touches
+  ("their Premier League clash", "CNN affiliate TV Record") are an ORG mention (a guess: the
+  coreferencer links exact matches across labels). Not at a sentence's start (after a final
+  mark, colon, semicolon, dash or bullet); a capitalised stop word ("The", "You're"), a calendar
+  word or an honorific ends a run, punctuation or a possessive after a word too; not upper-case
+  text ("CLICK HERE", "VIDEO Wanted": a word of 4 letters or more in capitals), not a title (the
+  last word an office or role noun: "Majority Leader"), not next to a span ("House" + "Majority
+  Leader"). Names it adds are propagated like the model's, so "Y-chromosomal Adam" found once
+  replaces "Adam" elsewhere (with `contained`).
 
 Two more rules act on the whole article, with `annotator.propagate_names`
 (`spacy_ner.propagate_names`): `surnames` also propagates the surnames of PERSON names
@@ -34,8 +48,9 @@ it ("Duchess of Cornwall" over "Cornwall").
 """
 from __future__ import annotations
 
+import functools
 import re
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 Span = tuple[int, int, str]
 Rule = Callable[[str, Sequence[Span]], list[Span]]
@@ -60,6 +75,35 @@ _APPOSITION = re.compile(r",\s+")
 # Not after a plural that takes "'s" ("Children's Mercy Hospital", "Women's World Cup").
 _INNER_POSSESSIVE = re.compile(r"(?<!Children)(?<!Women)(?<!Men)(?<!People)['’]s\s+(?=[A-Z])")
 _WORD = re.compile(r"\S+")
+# Number and date labels: spaCy's small model tags a few names with them ("Q1", "Christmas").
+NUMBER_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "MONEY", "PERCENT", "TIME"})
+# Words of dates that are not names: a DATE span holding one is a date.
+CALENDAR_WORDS = frozenset({
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december", "today", "tonight", "tomorrow", "yesterday",
+})
+# Nouns of offices and roles: a capitalised run ending in one is a title ("Majority Leader",
+# "Prime Minister"), which the release does not list as a name.
+TITLE_NOUNS = frozenset({
+    "leader", "whip", "minister", "secretary", "president", "chairman", "chairwoman", "chair",
+    "spokesman", "spokeswoman", "spokesperson", "director", "manager", "coach", "governor",
+    "senator", "mayor", "officer", "chief", "general", "commissioner", "ambassador", "editor",
+    "reporter", "correspondent", "captain", "judge", "justice", "attorney", "adviser", "advisor",
+    "executive", "founder", "head", "commander", "inspector", "sergeant", "constable",
+    "prosecutor", "counsel", "treasurer", "speaker", "chancellor", "dean", "professor",
+    "representative", "deputy", "assistant", "principal", "superintendent", "administrator",
+})
+# A word of a capitalised run, possessive and closing punctuation aside ("League's", "Wars,").
+_RUN_WORD = re.compile(r"[A-Z][\w.&'’-]*?(?=(?:['’]s)?[,.;:!?\"”’')\]]*$)")
+_WORD_END = re.compile(r"(?:['’]s)?[.,;:!?]*$")   # "Friday's," -> "Friday"
+_CONTRACTION = re.compile(r"(?:'(?:re|m|ve|ll|d)|n't)$")
+_HONORIFIC_WORDS = frozenset(h.lower() for h in HONORIFICS)
+_OPENERS = "\"“‘'(["
+_CAPITALISED_TOKENS = re.compile(r"(?<!\S)[\"“‘'(\[]*[A-Z]\S*(?:\s+[A-Z]\S*)+")
+# What ends a sentence before a word: a final mark (closing quotes or brackets after it), a
+# colon, semicolon, dash or bullet; opening quotes and brackets in between do not count.
+_SENTENCE_END = re.compile(r"(?:[.!?…][\"”’')\]]*|[:;•|\-–—])\s*[\"“‘'(\[]*\s*$")
 
 
 def _pieces(text: str, start: int, end: int, label: str, separator: re.Pattern) -> list[Span]:
@@ -191,7 +235,90 @@ def lowercase_gap(text: str, entities: Sequence[Span]) -> list[Span]:
     return out
 
 
+def _calendar_word(word: str) -> bool:
+    """Whether `word` is a calendar word, plural, possessive or punctuation after it aside."""
+    word = _WORD_END.sub("", word).lower()
+    return word in CALENDAR_WORDS or word.endswith("s") and word[:-1] in CALENDAR_WORDS
+
+
+def named_dates(text: str, entities: Sequence[Span]) -> list[Span]:
+    """Relabel DATE spans written as names EVENT and number spans written as codes PRODUCT."""
+    out = []
+    for start, end, label in entities:
+        words = text[start:end].split()
+        if (label == "DATE" and words and all(w[0].isupper() for w in words)
+                and not any(ch.isdigit() for ch in text[start:end])
+                and not any(_calendar_word(w) for w in words)):
+            label = "EVENT"
+        elif (label in NUMBER_LABELS and words and all(any(ch.isupper() for ch in w) for w in words)
+              and any(ch.isdigit() for ch in text[start:end])):
+            label = "PRODUCT"
+        out.append((start, end, label))
+    return out
+
+
+@functools.cache
+def _stop_words() -> frozenset[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS  # a word list only; no model is loaded
+    return frozenset(STOP_WORDS)
+
+
+def _run_word(text: str, start: int, end: int) -> Optional[tuple[int, int, bool]]:
+    """The capitalised word of the token text[start:end] as (start, end, closed), or None;
+    `closed`: punctuation or a possessive follows it in the token, so a run ends there."""
+    match = _RUN_WORD.match(text, start, end)
+    if match is None:
+        return None
+    word = match.group().lower().replace("’", "'")
+    # A contraction is a stop word with its ending ("You're", "I'm"): spaCy lists them apart.
+    head = _CONTRACTION.sub("", word)
+    if head in _stop_words() or word.rstrip(".") in CALENDAR_WORDS or word.rstrip(".") in _HONORIFIC_WORDS:
+        return None
+    return match.start(), match.end(), match.end() < end
+
+
+def capitalised_runs(text: str, entities: Sequence[Span]) -> list[Span]:
+    """Add, as ORG, runs of two or more capitalised words inside a sentence, free of spans."""
+    taken = [(s, e) for s, e, _ in entities]
+    added: list[Span] = []
+
+    def flush(run: list[tuple[int, int]]) -> None:
+        if len(run) < 2:
+            return
+        start, end = run[0][0], run[-1][1]
+        free = all(b < start - 1 or a > end + 1 for a, b in taken)   # not even next to a span
+        words = [text[a:b] for a, b in run]
+        # "CLICK HERE", "SCROLL DOWN FOR VIDEO Wanted": shouting, not names (acronyms are short).
+        headline = any(len(w) > 3 and w.isupper() for w in words) or not any(
+            ch.islower() for ch in text[start:end])
+        title = words[-1].lower() in TITLE_NOUNS   # "Majority Leader", "Foreign Secretary"
+        before = text[max(0, start - 12): start]
+        initial = (_SENTENCE_END.search(before) is not None
+                   or not before.strip(_OPENERS + " \t\n") and not text[:start].strip(_OPENERS + " \t\n"))
+        if free and not headline and not title and not initial:
+            added.append((start, end, "ORG"))
+
+    # Only stretches of two or more capitalised tokens can hold a run: find those first.
+    for stretch in _CAPITALISED_TOKENS.finditer(text):
+        run: list[tuple[int, int]] = []
+        for token in _WORD.finditer(text, stretch.start(), stretch.end()):
+            lead = len(token.group()) - len(token.group().lstrip(_OPENERS))
+            word = _run_word(text, token.start() + lead, token.end())
+            if word is None or lead:
+                flush(run)
+                run = []
+            if word is None:
+                continue
+            run.append(word[:2])
+            if word[2]:
+                flush(run)
+                run = []
+        flush(run)
+    return sorted([*entities, *added])
+
+
 NER_RULES: dict[str, Rule] = {
+    "named_dates": named_dates,
     "dateline": dateline,
     "honorifics": honorifics,
     "leading_the": leading_the,
@@ -201,6 +328,7 @@ NER_RULES: dict[str, Rule] = {
     "inner_possessive": inner_possessive,
     "plural_possessive": plural_possessive,
     "lowercase_gap": lowercase_gap,
+    "capitalised_runs": capitalised_runs,
 }
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import functools
 import re
 import threading
@@ -94,10 +95,12 @@ def split_segments(split: PassageSplit) -> list[str]:
     return article_units(split.article)
 
 
-def unit_annotation(doc: Any, sentences_by: str = "senter") -> UnitAnnotation:
+def unit_annotation(doc: Any, sentences_by: str = "senter", text: Optional[str] = None) -> UnitAnnotation:
     """Sentence bounds (whitespace stripped) and every entity span of a spaCy doc; with
-    `sentences_by="corenlp"` the bounds come from `corenlp_sentences` on the text."""
-    text = doc.text  # built from the tokens on each access: read it once
+    `sentences_by="corenlp"` the bounds come from `corenlp_sentences` on the text. `text`, when
+    given, is the text the doc was made from (spaCy's tokenizer keeps it exactly: `doc.text`
+    would build it again from the tokens)."""
+    text = doc.text if text is None else text
     entities = tuple((ent.start_char, ent.end_char, ent.label_) for ent in doc.ents)
     if sentences_by == "corenlp":
         return UnitAnnotation(tuple(corenlp_sentences(text)), entities)
@@ -374,8 +377,8 @@ class SpacyAnnotator:
         # The docs must not outlive the zone: they become plain `UnitAnnotation`s inside it. The
         # lock: a worker's bundle threads share the annotator, and zones must not overlap.
         with self._lock, self._memory_zone():
-            units = [unit_annotation(doc, self.sentences)
-                     for doc in self.nlp.pipe(unique, batch_size=self.batch_size)]
+            units = [unit_annotation(doc, self.sentences, text)
+                     for text, doc in zip(unique, self.nlp.pipe(unique, batch_size=self.batch_size))]
         found.update(zip(unique, units))
         return [found[text] for text in texts]
 
@@ -419,6 +422,15 @@ class SpacyAnnotator:
         return passage_entity_bound([split.body, *split.article.highlights], mentions, split.rest,
                                     self.propagate, "surnames" in self.ner_rules) >= self.min_passage_entities
 
+    def _ruled(self, texts: Sequence[str], units: Sequence[UnitAnnotation]) -> tuple[UnitAnnotation, ...]:
+        """`units` carrying their entities after the NER post-rules, so that the passage's
+        rules run once where both `_may_pass` and `assemble_units` read them."""
+        rules = self.ner_rules
+        if not rules:
+            return tuple(units)
+        return tuple(dataclasses.replace(unit, ruled=(rules, apply_rules(text, unit.entities, rules)))
+                     for text, unit in zip(texts, units))
+
     def annotate(self, splits: Sequence[PassageSplit]) -> list[Union[AnnotatedArticle, Reject]]:
         """One result per split, in order: its annotation, or a `text_too_long` reject."""
         return self.annotate_counted(splits)[0]
@@ -437,8 +449,10 @@ class SpacyAnnotator:
         passage_units = {}
         complete = []
         for split in todo:
-            paragraphs = tuple(next(passages) for _ in range(split.passage_paragraphs))
-            highlights = tuple(next(passages) for _ in split.article.highlights)
+            article = split.article
+            paragraphs = self._ruled(article.paragraphs[: split.passage_paragraphs],
+                                     [next(passages) for _ in range(split.passage_paragraphs)])
+            highlights = self._ruled(article.highlights, [next(passages) for _ in article.highlights])
             passage_units[id(split)] = (paragraphs, highlights)
             if self._may_pass(split, paragraphs, highlights):
                 complete.append(split)
