@@ -143,22 +143,23 @@ def dateline(text: str, entities: Sequence[Span]) -> list[Span]:
     return sorted(kept + added)
 
 
-def honorifics(text: str, entities: Sequence[Span]) -> list[Span]:
-    """Drop a leading Mr/Mrs/Ms/Miss/Mx/Dr from each span."""
+def _strip_leading(text: str, entities: Sequence[Span], lead: re.Pattern) -> list[Span]:
+    """Each span without what `lead` matches at its start, unless that is the whole span."""
     out = []
     for start, end, label in entities:
-        match = _HONORIFIC.match(text, start, end)
+        match = lead.match(text, start, end)
         out.append((match.end(), end, label) if match and match.end() < end else (start, end, label))
     return out
+
+
+def honorifics(text: str, entities: Sequence[Span]) -> list[Span]:
+    """Drop a leading Mr/Mrs/Ms/Miss/Mx/Dr from each span."""
+    return _strip_leading(text, entities, _HONORIFIC)
 
 
 def leading_the(text: str, entities: Sequence[Span]) -> list[Span]:
     """Drop a leading lower-case "the" from each span."""
-    out = []
-    for start, end, label in entities:
-        match = _LEADING_THE.match(text, start, end)
-        out.append((match.end(), end, label) if match and match.end() < end else (start, end, label))
-    return out
+    return _strip_leading(text, entities, _LEADING_THE)
 
 
 def _split_each(text: str, entities: Sequence[Span], separator: re.Pattern,
