@@ -14,7 +14,7 @@ import yaml
 from data_specs import SPEC_DIR, load_schema, load_spec
 from pipeline.cli import main
 from tests.conftest import beam_test_pipeline
-from tests.cosmos.test_cosmos_crowd import simulated, spec  # noqa: F401  (fixtures)
+from tests.cosmos.test_cosmos_crowd import import_simulated, simulated, spec  # noqa: F401  (fixtures)
 from transforms.core import provenance
 from transforms.core.io import write_rows
 from transforms.core.sinks import WriteTable
@@ -168,9 +168,7 @@ def test_record_hits_import_writes_file_metadata(tmp_path):
 def test_cosmos_hits_import_writes_file_metadata(tmp_path, simulated):  # noqa: F811
     run, questions, validations = simulated
     out = tmp_path / "qa"
-    assert main(["cosmos", "hits", "import", str(run), "--questions", str(questions),
-                 "--validations", str(validations), "--output", str(out),
-                 "--set", "answer_scorer.name=overlap", "--set", "splits.excellent_workers=[W-EXCELLENT]"]) == 0
+    import_simulated(simulated, out)
     meta = check_every_shard(out, ["train", "dev", "test", "sets", "paragraphs", "rejects"])
     listing = provenance.input_files([str(run), str(questions), str(validations)])
     assert meta[b"csdata.input_files_sha256"].decode() == provenance.input_list_sha256(listing)

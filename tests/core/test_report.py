@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from tests.cosmos.test_cosmos_crowd import simulated, spec  # noqa: F401  (fixtures)
+from tests.cosmos.test_cosmos_crowd import import_simulated, simulated, spec  # noqa: F401  (fixtures)
 from transforms.core.accounting import stage_entry
 from transforms.core.io import write_rows
 from transforms.core.plots import Line, Shade, bars_svg, histogram_svg
@@ -337,11 +337,7 @@ def _cosmos_spec():
 
 
 def test_cosmos_qa_run_table1_equals_csdata_stats(tmp_path, simulated, capsys):  # noqa: F811
-    run, questions, validations = simulated
-    qa = tmp_path / "qa"
-    assert main(["cosmos", "hits", "import", str(run), "--questions", str(questions),
-                 "--validations", str(validations), "--output", str(qa),
-                 "--set", "answer_scorer.name=overlap", "--set", "splits.excellent_workers=[W-EXCELLENT]"]) == 0
+    qa = import_simulated(simulated, tmp_path / "qa")
     stats_rows = _cosmos_rows(capsys, qa)
     page = _report(qa, tmp_path / "rep")
     table = page.tables["Cosmos QA statistics beside the paper's Table 1"]

@@ -23,7 +23,7 @@ from tests.core.test_report import (  # noqa: F401  (fixtures)
     protoqa_release,
     record_run,
 )
-from tests.cosmos.test_cosmos_crowd import simulated, spec  # noqa: F401  (fixtures)
+from tests.cosmos.test_cosmos_crowd import import_simulated, simulated, spec  # noqa: F401  (fixtures)
 from transforms.core.io import write_rows
 from transforms.core.plots import REFERENCE_COLOUR, SHARE_LABEL, bars_svg, histogram_svg, shares
 
@@ -157,11 +157,7 @@ def test_cosmos_reference_beside_a_paragraphs_run(cosmos_run, tmp_path):  # noqa
 
 
 def test_cosmos_reference_beside_a_qa_run(tmp_path, simulated, capsys):  # noqa: F811
-    run, questions, validations = simulated
-    qa = tmp_path / "qa"
-    assert main(["cosmos", "hits", "import", str(run), "--questions", str(questions),
-                 "--validations", str(validations), "--output", str(qa),
-                 "--set", "answer_scorer.name=overlap", "--set", "splits.excellent_workers=[W-EXCELLENT]"]) == 0
+    qa = import_simulated(simulated, tmp_path / "qa")
     path = tmp_path / "valid.jsonl"                       # the JSONL form of the same two rows
     header, *lines = COSMOS_CSV.strip().split("\n")
     keys = header.split(",")

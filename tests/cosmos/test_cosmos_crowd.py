@@ -114,6 +114,16 @@ def simulated(tmp_path, spec):
     return run, write_csv(tmp_path / "questions.csv", questions), write_csv(tmp_path / "validations.csv", validations)
 
 
+def import_simulated(simulated, output):
+    """`csdata cosmos hits import` of the `simulated` sets into `output` (overlap scorer,
+    W-EXCELLENT as the excellent worker); returns `output`."""
+    run, questions, validations = simulated
+    assert main(["cosmos", "hits", "import", str(run), "--questions", str(questions),
+                 "--validations", str(validations), "--output", str(output),
+                 "--set", "answer_scorer.name=overlap", "--set", "splits.excellent_workers=[W-EXCELLENT]"]) == 0
+    return output
+
+
 def test_import_applies_validation_rules_and_accounts_for_every_set(tmp_path, simulated, spec):
     run, questions, validations = simulated
     out = tmp_path / "qa"
@@ -279,9 +289,7 @@ def test_cli_round_trip(tmp_path, simulated):
     run, questions, validations = simulated
     assert main(["cosmos", "hits", "export", str(run), "--output", str(tmp_path / "hits.csv")]) == 0
     qa = tmp_path / "qa"
-    assert main(["cosmos", "hits", "import", str(run), "--questions", str(questions),
-                 "--validations", str(validations), "--output", str(qa),
-                 "--set", "answer_scorer.name=overlap", "--set", "splits.excellent_workers=[W-EXCELLENT]"]) == 0
+    import_simulated(simulated, qa)
     assert main(["cosmos", "export", str(qa), "--output", str(tmp_path / "release")]) == 0
     assert sorted(p.name for p in (tmp_path / "release").iterdir()) == ["csdata-run.json", "dev.csv", "provenance.json",
                                                                      "test.jsonl", "train.csv"]
