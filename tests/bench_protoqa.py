@@ -8,7 +8,8 @@ run's `seconds`). Four parts, all in one run:
    the WordNet index, as the official run's time includes loading WordNet. Python imports
    (scipy's solver included) are reported separately.
 2. The WHOLE command, `csdata protoqa score --similarity wordnet`, as a subprocess: cold (an
-   empty WordNet index cache, so the index is built from NLTK) and warm (cache present, min of
+   empty WordNet index cache, i.e. a first use without make's install step, so the index is
+   built from the WordNet index files) and warm (cache present, min of
    3). It is compared with the official evaluator on the same files. When
    `protoqa_evaluator` (iesl/protoqa-evaluator) is installed, the official evaluator runs here,
    in this run. Otherwise the bench uses the recorded time of the official run, and labels it

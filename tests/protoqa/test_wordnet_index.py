@@ -98,7 +98,7 @@ def test_cache_roundtrip_and_rebuild(tmp_path, monkeypatch, built):
         calls.append(root)
         return built
 
-    monkeypatch.setattr(pw, "build_index", counting_build)
+    monkeypatch.setattr(pw, "read_index_files", counting_build)
     root = pw.wordnet_root()
     path = pw.index_cache_path(root)
     assert path.parent == tmp_path and pw.wordnet_data_hash(root) in path.name
@@ -125,8 +125,44 @@ def test_cache_roundtrip_and_rebuild(tmp_path, monkeypatch, built):
     assert pw._read_index(path, pw.wordnet_data_hash(root)).lemmas == built.lemmas
 
 
-def test_cold_build_from_nltk(tmp_path, monkeypatch, built):
-    """A real build from NLTK's reader into an empty cache dir equals the shared index."""
+def test_plain_reader_equals_nltks_index(built):
+    """Reading index.<pos> / <pos>.exc directly gives exactly NLTK's lemma map and exceptions."""
+    direct = pw.read_index_files(pw.wordnet_root())
+    for p in pw.POS_LIST:
+        assert direct.lemmas[p] == built.lemmas[p], p
+        assert direct.exceptions[p] == built.exceptions[p], p
+    assert len(direct.lemmas["n"]) > 100000
+
+
+def test_tiny_wordnet_folder(tmp_path):
+    """Hand-written index/exception files (wndb(5WN) format), values worked out by hand."""
+    header = "  1 This is a licence line\n"
+    files = {
+        "index.noun": header + "dog n 2 3 @ ~ + 2 1 02084071 10114209\ngoose n 1 0 1 0 01855672\n",
+        "index.verb": header + "run v 1 1 @ 1 1 01926311\n",
+        "index.adj": header + "big a 1 0 1 0 01382086\n",
+        "index.adv": header,
+        "noun.exc": "geese goose\nmice mouse\n",
+        "verb.exc": "ran run\nran run2\n",
+        "adj.exc": "bigger big\n",
+        "adv.exc": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    index = pw.read_index_files(tmp_path)
+    assert index.lemmas == {"n": {"dog": "n2084071 n10114209", "goose": "n1855672"},
+                            "v": {"run": "v1926311"}, "a": {"big": "a1382086"}, "r": {}}
+    assert index.exceptions == {"n": {"geese": ["goose"], "mice": ["mouse"]},
+                                "v": {"ran": ["run2"]}, "a": {"bigger": ["big"]}, "r": {}}
+    assert index.keys("geese") == {"n1855672"}
+    assert index.keys("dogs") == {"n2084071", "n10114209"}
+    (tmp_path / "index.adv").write_text(header + "fast r 2 0 1 0 00086000\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="index.adv, line 2"):
+        pw.read_index_files(tmp_path)
+
+
+def test_cold_build_into_empty_cache(tmp_path, monkeypatch, built):
+    """A real cold build into an empty cache dir equals NLTK's index."""
     monkeypatch.setenv("CSDATA_CACHE_DIR", str(tmp_path / "fresh"))
     index = pw.load_index()
     assert index.lemmas == built.lemmas and index.exceptions == built.exceptions
@@ -137,5 +173,5 @@ def test_unwritable_cache_dir_still_scores(tmp_path, monkeypatch, built):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("CSDATA_CACHE_DIR", str(blocker / "sub"))
-    monkeypatch.setattr(pw, "build_index", lambda root=None: built)
+    monkeypatch.setattr(pw, "read_index_files", lambda root=None: built)
     assert pw.load_index().keys("dog") == built.keys("dog")

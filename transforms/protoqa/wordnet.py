@@ -27,8 +27,9 @@ NLTK's WordNet reader. `synset_keys` reads a compact index of exactly what ``wn.
 up (per POS of POS_LIST: lemma -> synset offsets, plus the morphy exception lists; morphy's
 rules are applied to it as NLTK does), pickled under `index_cache_dir` with a content hash of
 the WordNet index/exception files in its name (~0.1 s to load). When that file is absent,
-stale or corrupt it is rebuilt once from NLTK's own reader (which skips the Open Multilingual
-WordNet mapping and reads index files with plain Python I/O). Synsets are cached per group,
+stale or corrupt it is rebuilt once by `read_index_files`, which parses the index and
+exception files with plain Python exactly as NLTK's reader does (tested equal to `build_index`,
+the NLTK-derived index), so NLTK is never imported by the command. Synsets are cached per group,
 token lists per string, and each pair of token lists is scored once; a pair whose groups share
 no string or synset anywhere is rejected by one set intersection before any partition is built.
 """
@@ -261,9 +262,44 @@ def index_cache_path(root: Path) -> Path:
     return index_cache_dir() / f"wordnet-index-{wordnet_data_hash(root)}.pickle"
 
 
+def read_index_files(root: Path) -> WordNetIndex:
+    """The index read straight from WordNet's ``index.<pos>`` and ``<pos>.exc`` files (wndb(5WN)),
+    field for field as NLTK's ``_load_lemma_pos_offset_map`` / ``_load_exception_map`` keep them,
+    without importing NLTK (the cold-cache path of `load_index`).
+
+    An index line is ``lemma pos synset_cnt p_cnt [ptr_symbol...] sense_cnt tagsense_cnt
+    synset_offset...``; lines starting with a space are the licence header. The line's own pos
+    field decides the POS (as in NLTK); offsets are ints, so leading zeros go. An exception line
+    is ``inflected base...``; a later line for the same word replaces an earlier one.
+    """
+    lemmas: dict = {p: {} for p in POS_LIST}
+    exceptions: dict = {}
+    for p, suffix in _FILEMAP.items():
+        with open(root / f"index.{suffix}", encoding="utf8") as fh:
+            for number, line in enumerate(fh, 1):
+                if line.startswith(" "):
+                    continue
+                fields = line.split()
+                try:
+                    lemma, pos, n_synsets = fields[0], fields[1], int(fields[2])
+                    rest = 4 + int(fields[3])
+                    n_senses = int(fields[rest])
+                    offsets = fields[rest + 2: rest + 2 + n_synsets]
+                    if n_synsets <= 0 or n_senses != n_synsets or len(offsets) != n_synsets:
+                        raise ValueError("synset counts disagree")
+                    keys = " ".join(f"{pos}{int(offset)}" for offset in offsets)
+                except (IndexError, ValueError) as error:
+                    raise ValueError(f"file index.{suffix}, line {number}: {error}") from error
+                if pos in lemmas:
+                    lemmas[pos][lemma] = keys
+        with open(root / f"{suffix}.exc", encoding="utf8") as fh:
+            exceptions[p] = {terms[0]: terms[1:] for terms in map(str.split, fh)}
+    return WordNetIndex(lemmas, exceptions)
+
+
 def build_index(root: Optional[Path] = None) -> WordNetIndex:
     """The index from NLTK's own WordNet reader (its lemma map and exception lists) on `root`
-    (default: the process's reader, `wordnet()`)."""
+    (default: the process's reader, `wordnet()`). The reference `read_index_files` is tested on."""
     reader = wordnet() if root is None else _fast_reader(root)
     lemmas: dict = {p: {} for p in POS_LIST}
     for lemma, by_pos in reader._lemma_pos_offset_map.items():
@@ -323,7 +359,7 @@ def load_index(root: Optional[Path] = None) -> WordNetIndex:
     path = index_cache_dir() / f"wordnet-index-{data_hash}.pickle"
     index = _read_index(path, data_hash)
     if index is None:
-        index = build_index(root)
+        index = read_index_files(root)
         _write_index(path, data_hash, index)
     return index
 
