@@ -128,7 +128,7 @@ def test_valid_overrides_are_accepted(name, override, attribute, value):
      ["curation.near_duplicates.threshold=1.5", "[0, 1]"]),
     ("record", "annotator.sentences=foo", ["annotator.sentences='foo'", "'senter'", "'parser'"]),
     ("record", "annotator.min_articles_per_call=500",
-     ["annotator.min_articles_per_call=500", "annotator.max_articles_per_call", "128"]),
+     ["annotator.min_articles_per_call=500", "annotator.max_articles_per_call", "32"]),
     ("record", "filter.reader=bogus", ["filter.reader='bogus'", "predictions:FILE"]),
     ("record", "filter.folds=1", ["filter.folds=1", ">= 2"]),
     ("cosmos", "paragraph.min_words=200", ["paragraph.min_words=200", "paragraph.max_words", "150"]),

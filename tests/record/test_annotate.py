@@ -176,10 +176,11 @@ def test_memory_zones_free_the_new_words_and_change_no_annotation():
     from transforms.record.annotate.spacy_ner import unit_annotation
 
     annotator = SpacyAnnotator(labels=["PERSON", "GPE"])
+    annotator.nlp.tokenizer.max_cache_size = 8   # the warm-up budget: 8 distinct words
     texts = ["Zanthorp Quibbleworth met officials from Germany in Berlin on Monday.",
              "Later that day, Quibbleworth told reporters in Vlorimsk about the trip. He left.",
              "Anna Berg went to Oslo. Then Berg flew to Rome."]
-    annotator.run_model(["The first call warms the tokenizer cache, outside a zone."])
+    annotator.run_model(["The first call warms the tokenizer cache, outside a zone."])   # 10 words
     zoned = annotator.run_model(texts)
     strings = annotator.nlp.vocab.strings
     assert "Quibbleworth" not in strings and "Vlorimsk" not in strings   # freed with the zone
@@ -191,6 +192,23 @@ def test_memory_zones_free_the_new_words_and_change_no_annotation():
     germany, berlin = texts[0].index("Germany"), texts[0].index("Berlin")
     assert {(germany, germany + 7, "GPE"), (berlin, berlin + 6, "GPE")} <= set(zoned[0].entities)
     assert zoned[1].sentences[1] == (texts[1].index("He left."), len(texts[1]))
+
+
+def test_the_first_texts_run_outside_zones_until_their_words_could_fill_the_cache():
+    from transforms.record.annotate.spacy_ner import unit_annotation
+
+    annotator = SpacyAnnotator(labels=["PERSON", "GPE"])
+    annotator.nlp.tokenizer.max_cache_size = 6
+    # 4 distinct words, then 4 more (8 >= 6 only after the second text): two texts warm.
+    texts = ["Xylophrast visited Paris today.", "Brondelvik left Madrid early.",
+             "Quarmely stayed in Lisbon.", "Then Zentrovar came too."]
+    units = annotator.run_model(texts)
+    strings = annotator.nlp.vocab.strings
+    assert "Xylophrast" in strings and "Brondelvik" in strings           # outside a zone: kept
+    assert "Quarmely" not in strings and "Zentrovar" not in strings      # inside one: freed
+    assert annotator.run_model(["Flonderquist met Brondelvik."])
+    assert "Flonderquist" not in strings                                 # later calls: zoned
+    assert units == [unit_annotation(doc, annotator.sentences) for doc in annotator.nlp.pipe(texts)]
 
 
 def test_a_cnn_pipeline_loads_without_importing_torch_and_torch_stays_importable():

@@ -23,12 +23,11 @@ first.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import dataclasses
 import functools
 import re
 import threading
-from typing import Any, ContextManager, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from data_specs.models import AnnotatorSection, CorefSection
 from transforms.core.accounting import Reject
@@ -357,7 +356,9 @@ class SpacyAnnotator:
         self.coreferencer = make_coreferencer(coref, coref_rules)
         self.settings = settings or ("{}", "")
         self.min_passage_entities = min_passage_entities
-        self._warmed = False   # whether a model call ran outside a memory zone (`_memory_zone`)
+        # The distinct words seen outside memory zones, until they could fill spaCy's tokenizer
+        # cache (`_warm_split`); None once they could.
+        self._warm_words: Optional[set[str]] = set()
         self._lock = threading.Lock()
 
     def _too_long(self, article: Article) -> Optional[Reject]:
@@ -376,21 +377,39 @@ class SpacyAnnotator:
         unique = [text for text in dict.fromkeys(texts) if text not in found]
         # The docs must not outlive the zone: they become plain `UnitAnnotation`s inside it. The
         # lock: a worker's bundle threads share the annotator, and zones must not overlap.
-        with self._lock, self._memory_zone():
-            units = [unit_annotation(doc, self.sentences, text)
-                     for text, doc in zip(unique, self.nlp.pipe(unique, batch_size=self.batch_size))]
+        with self._lock:
+            warm, zoned = self._warm_split(unique)
+            units = self._annotate_units(warm)
+            if zoned:
+                with self.nlp.memory_zone():
+                    units += self._annotate_units(zoned)
         found.update(zip(unique, units))
         return [found[text] for text in texts]
 
-    def _memory_zone(self) -> ContextManager[Any]:
-        """spaCy's memory zone for one model call, so the strings and lexemes of the new words
-        it saw are freed after it (spaCy keeps every new string otherwise, and a worker's memory
-        grows with the corpus). Not for the first call: spaCy fills its tokenizer cache only
-        outside zones, and that call warms it (the cache has a fixed size)."""
-        if not self._warmed:
-            self._warmed = True
-            return contextlib.nullcontext()
-        return self.nlp.memory_zone()
+    def _annotate_units(self, texts: Sequence[str]) -> list[UnitAnnotation]:
+        return [unit_annotation(doc, self.sentences, text)
+                for text, doc in zip(texts, self.nlp.pipe(texts, batch_size=self.batch_size))]
+
+    def _warm_split(self, texts: Sequence[str]) -> tuple[Sequence[str], Sequence[str]]:
+        """`texts` cut in two: those to run outside a spaCy memory zone, then those to run inside.
+
+        Inside a zone the strings and lexemes of new words are freed after the call (spaCy keeps
+        every new string otherwise, and a worker's memory grows with the corpus), but spaCy fills
+        its tokenizer cache only outside zones, and every word a zone frees is built again in the
+        next one. So a worker's first texts run outside zones until their distinct words could
+        fill the cache (`max_cache_size`, a fixed size): the cache and the vocabulary are then
+        warm, and what they keep is bounded by that size, not by the corpus.
+        """
+        seen = self._warm_words
+        if seen is None:
+            return (), texts
+        budget = self.nlp.tokenizer.max_cache_size
+        for i, text in enumerate(texts):
+            if len(seen) >= budget:
+                self._warm_words = None
+                return texts[:i], texts[i:]
+            seen.update(text.split())
+        return texts, ()
 
     def annotate_articles(self, articles: Sequence[Article]) -> list[Union[ArticleAnnotation, Reject]]:
         """Every unit of each article, in order; a `text_too_long` reject in place of an
