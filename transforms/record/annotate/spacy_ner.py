@@ -405,10 +405,10 @@ class SpacyAnnotator:
             return (), texts
         budget = self.nlp.tokenizer.max_cache_size
         for i, text in enumerate(texts):
+            seen.update(text.split())
             if len(seen) >= budget:
                 self._warm_words = None
-                return texts[:i], texts[i:]
-            seen.update(text.split())
+                return texts[: i + 1], texts[i + 1:]
         return texts, ()
 
     def annotate_articles(self, articles: Sequence[Article]) -> list[Union[ArticleAnnotation, Reject]]:
