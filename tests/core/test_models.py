@@ -50,6 +50,40 @@ def test_importing_the_module_loads_no_heavy_library():
     assert result.stdout.strip() == "[]"
 
 
+# ---- process exit ----------------------------------------------------------------------------
+
+# Registered first, so it runs last among the exit handlers: after the model layer's freeze.
+_REPORT_AT_EXIT = ("import atexit, gc; "
+                   "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0)); ")
+
+
+def _exit_report(code: str) -> str:
+    result = subprocess.run([sys.executable, "-c", _REPORT_AT_EXIT + code], cwd=ROOT,
+                            capture_output=True, text=True, check=True)
+    return result.stdout.strip()
+
+
+def test_freeze_heap_at_exit_freezes_the_heap_once_the_process_exits():
+    register = "from transforms.core.models import freeze_heap_at_exit; "
+    assert _exit_report(register + "print('live', gc.get_freeze_count())") == "live 0\nfrozen False"
+    assert _exit_report(register + "freeze_heap_at_exit(); freeze_heap_at_exit(); "
+                        "print('live', gc.get_freeze_count())") == "live 0\nfrozen True"
+
+
+def test_freeze_heap_at_exit_registers_one_handler_per_process():
+    code = ("import atexit; from transforms.core.models import freeze_heap_at_exit; "
+            "before = atexit._ncallbacks(); freeze_heap_at_exit(); freeze_heap_at_exit(); "
+            "print(atexit._ncallbacks() - before)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.strip() == "1"
+
+
+def test_loading_a_spacy_model_freezes_the_heap_at_exit():
+    assert _exit_report("from transforms.core.models import load_spacy; "
+                        "load_spacy('en_core_web_sm', exclude=['parser'])") == "frozen True"
+
+
 # ---- packages and devices --------------------------------------------------------------------
 
 def test_require_packages_names_what_is_missing_and_how_to_install_it():

@@ -9,6 +9,8 @@
   `"int8"`) as a plain torch module (`plain_bert`); `encode_fixed` makes a text's vector
   independent of the texts batched with it; `minilm_path` and `check_minilm` find the weights.
 * `require_packages` and `resolve_device` are the shared pre-flight checks.
+* `freeze_heap_at_exit`, which both loaders call, shortens the exit of a process that loaded a
+  model.
 
 Anything missing raises `ModelUnavailable` with a one-line message naming it and how to install
 it. Nothing is cached here (callers cache per worker process), and torch, transformers, spaCy
@@ -17,7 +19,9 @@ cheap.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
 import importlib
 import importlib.util
 import json
@@ -50,6 +54,26 @@ class ModelUnavailable(UserError, RuntimeError):
 
     The message is one line naming what is missing and how to install it.
     """
+
+
+# ---- process exit ----------------------------------------------------------------------------
+
+_FREEZE_REGISTERED = False
+
+
+def freeze_heap_at_exit() -> None:
+    """Freeze this process's heap when it exits (`gc.freeze`); registered once per process.
+
+    A process that loaded a model holds millions of small objects, and the interpreter's final
+    garbage collections walk all of them: 0.55 s of each local worker's exit here, and the local
+    runner stops its workers one after another. Frozen objects are skipped by those collections
+    and still released by reference counting; only cyclic garbage is left to the end of the
+    process. Exit handlers registered earlier run after this one, as usual.
+    """
+    global _FREEZE_REGISTERED
+    if not _FREEZE_REGISTERED:
+        atexit.register(gc.freeze)
+        _FREEZE_REGISTERED = True
 
 
 # ---- packages and devices --------------------------------------------------------------------
@@ -148,6 +172,7 @@ def load_spacy(model: str, *, exclude: Sequence[str] = (), require: Sequence[str
     if set(require) & set(exclude):
         raise ValueError(f"components both required and excluded: {sorted(set(require) & set(exclude))}")
     require_packages(("spacy", "spacy"))
+    freeze_heap_at_exit()
     with _torch_hidden(model):
         import spacy
 
@@ -376,6 +401,7 @@ class MiniLMEncoder:
         if runtime not in MINILM_RUNTIMES:
             raise ValueError(f"runtime must be one of {MINILM_RUNTIMES}, got {runtime!r}")
         path = minilm_path()
+        freeze_heap_at_exit()
         import torch
 
         self._torch = torch
