@@ -150,10 +150,10 @@ class GenerateRecord(beam.PTransform):
         collect((queries, rejects, tallies))
         queries = queries | "ProgressQueries" >> progress.step("written", "queries")
 
-        # Typed, so that they cross to their writer with `RejectCoder`, not pickled.
-        rejects = ledger.rejects | "FlattenRejects" >> beam.Flatten().with_output_types(Reject)
-        (passage_rows, queries, rejects) | "WriteTables" >> WriteTables(
-            out, TABLES, shards, file_metadata=self._meta, row_of={"rejects": Reject.row})
+        # Each stage's rejects are written in that stage (parts of one table): none cross.
+        (passage_rows, queries, *ledger.rejects) | "WriteTables" >> WriteTables(
+            out, (*TABLES[:2], *["rejects"] * len(ledger.rejects)), shards, file_metadata=self._meta,
+            row_of={"rejects": Reject.row}, element_types={"rejects": Reject})
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
                 | "Summarize" >> Summarize(f"{out}/summary.json", STAGES, sections=(REUSE_SECTION,), few=True))
 
@@ -286,10 +286,10 @@ class AnnotateRecordArticles(beam.PTransform):
         rows = (((annotations | "KeyAnnotations" >> beam.Map(lambda a: (a.article_id, (0, a)))), sides)
                 | "FlattenSides" >> beam.Flatten() | "JoinArticles" >> beam.GroupByKey()
                 | "AnnotationRows" >> beam.FlatMap(signed_rows, rules))
-        # Typed, so that they cross to their writer with `RejectCoder`, not pickled.
-        rejects = ledger.rejects | "FlattenRejects" >> beam.Flatten().with_output_types(Reject)
-        (rows, rejects) | "WriteTables" >> WriteTables(
-            out, ANNOTATE_TABLES, shards, file_metadata=self._meta, row_of={"rejects": Reject.row})
+        # Each stage's rejects are written in that stage (parts of one table): none cross.
+        (rows, *ledger.rejects) | "WriteTables" >> WriteTables(
+            out, (ANNOTATE_TABLES[0], *["rejects"] * len(ledger.rejects)), shards, file_metadata=self._meta,
+            row_of={"rejects": Reject.row}, element_types={"rejects": Reject})
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
                 | "Summarize" >> Summarize(f"{out}/summary.json", ANNOTATE_STAGES, few=True))
 

@@ -1,11 +1,13 @@
 """Fewer Beam steps with the same accounting: `ChainedStages`, `Summarize(few=True, sections=...)`
-and `WriteTables` (one finalising step for several tables)."""
+and `WriteTables` (one finalising step for several tables, a table's parts written where they
+are made)."""
 from __future__ import annotations
 
 import json
 
 import apache_beam as beam
 import pyarrow.parquet as pq
+import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import beam_test_pipeline
@@ -78,3 +80,53 @@ def test_write_tables_finalises_every_table_and_makes_rows_with_row_of(tmp_path)
         {"stage": "read", "reason": "empty_article", "record_id": "a1", "detail": "x.story"},
         {"stage": "read", "reason": "empty_article", "record_id": "b2", "detail": ""}]
     assert pq.read_table(tmp_path / "passages" / "part-00000-of-00001.parquet").num_rows == 0
+
+
+def _rejects_table(folder) -> tuple[list[str], list[dict]]:
+    files = sorted(p.name for p in (folder / "rejects").iterdir())
+    rows = [row for name in files for row in pq.read_table(folder / "rejects" / name).to_pylist()]
+    return files, sorted(rows, key=lambda r: r["record_id"])
+
+
+def _two_stage_rejects(p):
+    """Rejects made in two stages: one before a grouping and one after it."""
+    early = p | "Early" >> beam.Create([Reject("read", "empty_article", "a1")], reshuffle=False)
+    late = (p | "Late" >> beam.Create([("k", "b2"), ("k", "c3")], reshuffle=False)
+            | beam.GroupByKey()
+            | beam.FlatMap(lambda kv: [Reject("split", "no_rest", i) for i in kv[1]]))
+    return early, late
+
+
+EXPECTED_PARTS = [{"stage": "read", "reason": "empty_article", "record_id": "a1", "detail": ""},
+                  {"stage": "split", "reason": "no_rest", "record_id": "b2", "detail": ""},
+                  {"stage": "split", "reason": "no_rest", "record_id": "c3", "detail": ""}]
+
+
+def test_write_tables_writes_the_parts_of_a_table_each_in_its_own_stage(tmp_path):
+    with beam_test_pipeline() as p:
+        early, late = _two_stage_rejects(p)
+        rows = p | "Rows" >> beam.Create([], reshuffle=False)
+        (rows, early, late) | WriteTables(str(tmp_path), ["passages", "rejects", "rejects"],
+                                          row_of={"rejects": Reject.row})
+    files, rows_written = _rejects_table(tmp_path)
+    # One file per part (each stage's bundle writes its own), not one after a Flatten.
+    assert files == shard_names("part", 2)
+    assert rows_written == EXPECTED_PARTS
+    assert sorted(p.name for p in (tmp_path / "passages").iterdir()) == shard_names("part", 1)
+
+
+def test_write_tables_parts_with_fixed_shards_are_spread_over_exactly_those(tmp_path):
+    with beam_test_pipeline() as p:
+        early, late = _two_stage_rejects(p)
+        (early, late) | WriteTables(str(tmp_path), ["rejects", "rejects"], num_shards=3,
+                                    row_of={"rejects": Reject.row}, element_types={"rejects": Reject})
+    files, rows_written = _rejects_table(tmp_path)
+    assert files == shard_names("part", 3)
+    assert rows_written == EXPECTED_PARTS
+
+
+def test_write_tables_needs_one_pcollection_per_name():
+    with beam_test_pipeline() as p:
+        one = p | beam.Create([], reshuffle=False)
+        with pytest.raises(ValueError, match="1 PCollections for 2 tables"):
+            (one,) | WriteTables("unused", ["rejects", "rejects"])

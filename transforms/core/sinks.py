@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import apache_beam as beam
 import pyarrow as pa
@@ -197,14 +197,27 @@ class _Table:
         self.prefix = f"{folder}/{SHARD_PREFIX}"
         self.row_of = row_of
 
-    def write(self, rows: beam.PCollection, num_shards: int) -> beam.PCollection:
-        """The temporary files of `rows` (the step(s) that write them, fused with the producer)."""
+    def write(self, rows: Union[beam.PCollection, tuple[beam.PCollection, ...]], num_shards: int,
+              element_type: Any = None) -> beam.PCollection:
+        """The temporary files of `rows` (the step(s) that write them, fused with the producer).
+
+        `rows` may be a tuple of PCollections, the parts of one table: without fixed shards each
+        part is written by a step of its own, fused with that part's producer, so that no row
+        leaves the stage that made it; with fixed shards the parts are flattened first (typed
+        `element_type`, so that a registered coder moves them).
+        """
         temp_dir, schema, row_of = self.temp_dir, self.schema, self.row_of
+        if isinstance(rows, tuple) and (num_shards > 0 or len(rows) == 1):
+            rows = rows | "FlattenParts" >> beam.Flatten().with_output_types(element_type or Any)
         # Output types are declared: Beam would otherwise infer them from the bytecode.
         if num_shards > 0:
             return (rows | "AssignShards" >> beam.ParDo(_RoundRobin(num_shards))
                     | "GroupShards" >> beam.GroupByKey()
                     | "WriteShards" >> beam.Map(write_group, temp_dir, schema, row_of).with_output_types(str))
+        if isinstance(rows, tuple):
+            return ([part | f"WriteBundles{i}" >> beam.ParDo(WriteBundlesFn(temp_dir, schema, row_of))
+                     .with_output_types(str) for i, part in enumerate(rows)]
+                    | "Paths" >> beam.Flatten().with_output_types(str))
         return rows | "WriteBundles" >> beam.ParDo(WriteBundlesFn(temp_dir, schema, row_of)).with_output_types(str)
 
     def finalize(self, paths: Iterable[str], num_shards: int) -> list[str]:
@@ -240,25 +253,37 @@ class WriteTable(beam.PTransform):
 class WriteTables(beam.PTransform):
     """Several tables of one run, each written as `WriteTable` writes it, with one finalising
     step for all of them (one stage at the end instead of one per table). Applied to a tuple of
-    PCollections, one per name of `tables`; `row_of` maps a table name to how its elements
-    become rows (dict rows otherwise). Returns the PCollection of every table's shard paths."""
+    PCollections, one per name of `tables`; a name given more than once makes its PCollections
+    parts of one table, each written in the stage that made it (`_Table.write`): a run's rejects
+    come from every stage, and a Flatten before the writer would move them all through the
+    runner. `row_of` maps a table name to how its elements become rows (dict rows otherwise),
+    `element_types` to their type where the parts are flattened (fixed `num_shards`). Returns
+    the PCollection of every table's shard paths."""
 
     def __init__(self, output: str, tables: Sequence[str], num_shards: int = 0, dataset: str = "record",
                  file_metadata: Optional[Mapping[str, str]] = None,
-                 row_of: Optional[Mapping[str, Callable[[Any], Mapping[str, Any]]]] = None):
+                 row_of: Optional[Mapping[str, Callable[[Any], Mapping[str, Any]]]] = None,
+                 element_types: Optional[Mapping[str, Any]] = None):
         super().__init__()
         row_of = row_of or {}
-        self._names = list(tables)
+        self._order = list(tables)
+        self._names = list(dict.fromkeys(tables))
         self._tables = [_Table(output, name, None, dataset, file_metadata, row_of.get(name))
                         for name in self._names]
         self._num_shards = num_shards
+        self._types = dict(element_types or {})
 
     def expand(self, pcolls):
         tables, num_shards = self._tables, self._num_shards
-        if len(pcolls) != len(tables):
-            raise ValueError(f"WriteTables got {len(pcolls)} PCollections for {len(tables)} tables")
-        written = [rows | f"Write{name.title().replace('_', '')}" >> _TableWrite(table, num_shards)
-                   for name, table, rows in zip(self._names, tables, pcolls)]
+        if len(pcolls) != len(self._order):
+            raise ValueError(f"WriteTables got {len(pcolls)} PCollections for {len(self._order)} tables")
+        parts: dict[str, list[beam.PCollection]] = {name: [] for name in self._names}
+        for name, rows in zip(self._order, pcolls):
+            parts[name].append(rows)
+        written = [(tuple(parts[name]) if len(parts[name]) > 1 else parts[name][0])
+                   | f"Write{name.title().replace('_', '')}"
+                   >> _TableWrite(table, num_shards, self._types.get(name))
+                   for name, table in zip(self._names, tables)]
 
         def finalize(_: Any, *paths: list[str]) -> list[str]:
             return [path for table, table_paths in zip(tables, paths)
@@ -272,9 +297,9 @@ class WriteTables(beam.PTransform):
 class _TableWrite(beam.PTransform):
     """The writing half of `WriteTable` (its own label scope, so that tables do not clash)."""
 
-    def __init__(self, table: _Table, num_shards: int):
+    def __init__(self, table: _Table, num_shards: int, element_type: Any = None):
         super().__init__()
-        self._table, self._num_shards = table, num_shards
+        self._table, self._num_shards, self._type = table, num_shards, element_type
 
     def expand(self, rows):
-        return self._table.write(rows, self._num_shards)
+        return self._table.write(rows, self._num_shards, self._type)
