@@ -207,7 +207,7 @@ class _Table:
         `element_type`, so that a registered coder moves them).
         """
         temp_dir, schema, row_of = self.temp_dir, self.schema, self.row_of
-        if isinstance(rows, tuple) and (num_shards > 0 or len(rows) == 1):
+        if isinstance(rows, tuple) and num_shards > 0:
             rows = rows | "FlattenParts" >> beam.Flatten().with_output_types(element_type or Any)
         # Output types are declared: Beam would otherwise infer them from the bytecode.
         if num_shards > 0:
