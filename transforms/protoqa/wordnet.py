@@ -351,7 +351,9 @@ def _write_index(path: Path, data_hash: str, index: WordNetIndex) -> None:
 
 
 def load_index(root: Optional[Path] = None) -> WordNetIndex:
-    """The cached index for the WordNet files under `root` (built from NLTK when absent/stale)."""
+    """The cached index for the WordNet files under `root` (read from them by `read_index_files`
+    when absent or stale; from NLTK's reader, each run, when WordNet is zipped or laid out
+    unusually)."""
     root = root if root is not None else wordnet_root()
     if root is None:        # zipped or unusual NLTK data: build in memory from NLTK each run
         return build_index()
