@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import gc
 import importlib
 import importlib.util
@@ -58,9 +59,7 @@ class ModelUnavailable(UserError, RuntimeError):
 
 # ---- process exit ----------------------------------------------------------------------------
 
-_FREEZE_REGISTERED = False
-
-
+@functools.cache
 def freeze_heap_at_exit() -> None:
     """Freeze this process's heap when it exits (`gc.freeze`); registered once per process.
 
@@ -70,10 +69,7 @@ def freeze_heap_at_exit() -> None:
     and still released by reference counting; only cyclic garbage is left to the end of the
     process. Exit handlers registered earlier run after this one, as usual.
     """
-    global _FREEZE_REGISTERED
-    if not _FREEZE_REGISTERED:
-        atexit.register(gc.freeze)
-        _FREEZE_REGISTERED = True
+    atexit.register(gc.freeze)
 
 
 # ---- packages and devices --------------------------------------------------------------------
