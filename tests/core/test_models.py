@@ -15,6 +15,7 @@ from transforms.core.models import (
     ModelUnavailable,
     check_minilm,
     check_spacy,
+    idle_embedders,
     load_spacy,
     minilm_path,
     require_packages,
@@ -121,6 +122,27 @@ def test_load_spacy_falls_back_to_the_pypi_build_with_senter_enabled():
     doc = nlp("Anna Berg flew to Oslo. Then she went home.")
     assert [s.text for s in doc.sents] == ["Anna Berg flew to Oslo.", "Then she went home."]
     assert ("Anna Berg", "PERSON") in [(e.text, e.label_) for e in doc.ents]
+
+
+def test_idle_embedders_are_the_shared_tok2vec_only_when_nothing_listens():
+    # en_core_web_sm: the tagger and parser listen to `tok2vec`; `ner` and `senter` embed alone.
+    assert idle_embedders(load_spacy("en_core_web_sm", exclude=RECORD_EXCLUDE)) == ["tok2vec"]
+    assert idle_embedders(load_spacy("en_core_web_sm", exclude=["tagger"])) == []
+
+
+def test_dropping_the_idle_tok2vec_keeps_every_entity():
+    text = ("Anna Berg flew from Oslo to Paris on Monday to meet Olav Lund of the United Nations. "
+            "Berg told Reuters that the talks would last until Friday.")
+    kept = load_spacy("en_core_web_sm", exclude=RECORD_EXCLUDE, require=["ner"])
+    dropped = load_spacy("en_core_web_sm", exclude=RECORD_EXCLUDE, require=["ner"],
+                         drop_idle_embedders=True)
+    assert kept.pipe_names == ["tok2vec", "ner"] and dropped.pipe_names == ["ner"]
+    ents = [(e.start_char, e.end_char, e.label_) for e in dropped(text).ents]
+    assert ents == [(e.start_char, e.end_char, e.label_) for e in kept(text).ents]
+    assert ("Anna Berg", "PERSON") in [(e.text, e.label_) for e in dropped(text).ents]
+    parser = load_spacy("en_core_web_sm", exclude=["tagger"], require=["parser"],
+                        drop_idle_embedders=True)
+    assert "tok2vec" in parser.pipe_names   # the parser listens to it
 
 
 def test_load_spacy_fallback_when_spacy_load_fails(monkeypatch):

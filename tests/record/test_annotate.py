@@ -90,6 +90,13 @@ def test_a_bad_sentence_splitter_is_rejected():
         load_ner_pipeline("en_core_web_sm", "sentencizer")
 
 
+def test_the_ner_pipeline_keeps_tok2vec_only_for_the_parser():
+    # en_core_web_sm's ner and senter embed tokens themselves; only the parser listens to tok2vec.
+    assert load_ner_pipeline("en_core_web_sm", "corenlp").pipe_names == ["ner"]
+    assert load_ner_pipeline("en_core_web_sm", "senter").pipe_names == ["senter", "ner"]
+    assert load_ner_pipeline("en_core_web_sm", "parser").pipe_names == ["tok2vec", "parser", "ner"]
+
+
 def test_corenlp_sentences_need_no_model_component_and_keep_quotes_whole():
     from transforms.record.annotate.spacy_ner import required_pipes
 

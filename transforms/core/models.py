@@ -152,7 +152,7 @@ def _torch_hidden(model: str) -> Iterator[None]:
 
 
 def load_spacy(model: str, *, exclude: Sequence[str] = (), require: Sequence[str] = (),
-               only: Optional[Sequence[str]] = None,
+               only: Optional[Sequence[str]] = None, drop_idle_embedders: bool = False,
                option: str = "the model") -> spacy.language.Language:
     """Load the spaCy pipeline `model` (a package name or a path), without caching it.
 
@@ -163,6 +163,10 @@ def load_spacy(model: str, *, exclude: Sequence[str] = (), require: Sequence[str
       disables by default (`senter` in en_core_web_sm). A missing one raises ModelUnavailable.
     * `only`: when given, every active component not named here is disabled afterwards (still
       loaded, so `nlp.enable_pipe` can bring it back); names absent from the model are ignored.
+    * `drop_idle_embedders`: remove each shared embedding component (`tok2vec`, or a
+      transformer) that no loaded component listens to. It would run on every text for nothing:
+      en_core_web_sm's `ner` and `senter` embed the tokens themselves, and only its tagger and
+      parser listen to `tok2vec`.
     * `option`: the setting to name in the "not installed" message (e.g. `annotator.model`).
     """
     if set(require) & set(exclude):
@@ -193,7 +197,17 @@ def load_spacy(model: str, *, exclude: Sequence[str] = (), require: Sequence[str
         for name in list(nlp.pipe_names):
             if name not in only:
                 nlp.disable_pipe(name)
+    if drop_idle_embedders:
+        for name in idle_embedders(nlp):
+            nlp.remove_pipe(name)
     return nlp
+
+
+def idle_embedders(nlp: spacy.language.Language) -> list[str]:
+    """The shared embedding components of `nlp` (those with listeners, as spaCy's `Tok2Vec` and
+    spacy-transformers' `Transformer`) that no loaded component listens to."""
+    return [name for name, pipe in nlp.pipeline
+            if hasattr(pipe, "listening_components") and not pipe.listening_components]
 
 
 def _model_components(location: Path) -> Optional[list[str]]:

@@ -66,11 +66,13 @@ def required_pipes(sentences: str) -> list[str]:
 
 def load_ner_pipeline(model: str, sentences: str):
     """Load a spaCy pipeline with only NER and the sentence splitter `sentences` needs
-    (`senter`, `parser`, or none for the rule-based `corenlp`)."""
+    (`senter`, `parser`, or none for the rule-based `corenlp`), and no embedding component that
+    neither listens to (`load_spacy`'s `drop_idle_embedders`: en_core_web_sm's `tok2vec`
+    unless `sentences` is `parser`)."""
     needed = required_pipes(sentences)
     unused = [pipe for pipe in ("parser", "senter") if pipe not in needed]
     return load_spacy(model, exclude=[*UNUSED_PIPES, *unused], require=[*needed, "ner"],
-                      option="annotator.model")
+                      drop_idle_embedders=True, option="annotator.model")
 
 
 def _mention(text: str, start: int, end: int, label: str, labels: frozenset[str], segment: int,
