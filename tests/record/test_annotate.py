@@ -179,6 +179,18 @@ def test_propagate_names_marks_missed_occurrences_without_overlaps():
     assert all(m.label == "PERSON" for m in result if m.text != "May")
 
 
+def test_name_finder_finds_whole_words_inside_one_segment_only():
+    from transforms.record.annotate.spacy_ner import NameFinder
+
+    segments = ["Ann met Anna.", "Ann_x, Annette, xAnn and Ann.", "Ann", "", "Ann Ann", "Müller-Ann Ann2"]
+    find = NameFinder(segments)
+    # Hand-listed: whole-word "Ann" (not before or after a letter, digit or "_"), per segment.
+    assert find("Ann") == [(0, 0, 3), (1, 25, 28), (2, 0, 3), (4, 0, 3), (4, 4, 7), (5, 7, 10)]
+    assert find("Ann\nAnn") == []                  # never across two segments
+    assert find("aaa") == [] and NameFinder(["aaaa aaa"])("aaa") == [(0, 5, 8)]
+    assert NameFinder(["Los Angeles, Los Angeles"])("Los Angeles") == [(0, 0, 11), (0, 13, 24)]
+
+
 def test_memory_zones_free_the_new_words_and_change_no_annotation():
     from transforms.record.annotate.spacy_ner import unit_annotation
 

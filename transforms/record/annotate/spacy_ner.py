@@ -139,25 +139,60 @@ def propagate_names(mentions: list[Mention], segments: Sequence[str], surnames: 
     if surnames:
         for name in person_surnames(mentions, segments):
             names.setdefault(name, "PERSON")
+    occurrences = NameFinder(segments)
     for name in sorted(names, key=len, reverse=True):
-        for segment, text in enumerate(segments):
-            if name not in text:   # most segments hold few of the names: skip the regex
-                continue
+        for segment, start, end in occurrences(name):
             present = by_segment.setdefault(segment, [])
-            for match in _name_pattern(name).finditer(text):
-                start, end = match.span()
-                clashes = [m for m in present if not (end <= m.start or start >= m.end)]
-                inside = all(start <= m.start and m.end <= end and m.end - m.start < end - start
-                             for m in clashes)
-                if not clashes or (contained and inside):
-                    present[:] = [m for m in present if m not in clashes]
-                    # A name with a person inside is a person's ("Wambui Njoroge" inside
-                    # "Grace Wambui Njoroge" tagged ORG elsewhere): keep PERSON for the chains.
-                    person = any(m.label == "PERSON" for m in clashes)
-                    present.append(Mention(segment, start, end, name,
-                                           "PERSON" if person else names[name]))
+            clashes = [m for m in present if not (end <= m.start or start >= m.end)]
+            inside = all(start <= m.start and m.end <= end and m.end - m.start < end - start
+                         for m in clashes)
+            if not clashes or (contained and inside):
+                present[:] = [m for m in present if m not in clashes]
+                # A name with a person inside is a person's ("Wambui Njoroge" inside
+                # "Grace Wambui Njoroge" tagged ORG elsewhere): keep PERSON for the chains.
+                person = any(m.label == "PERSON" for m in clashes)
+                present.append(Mention(segment, start, end, name,
+                                       "PERSON" if person else names[name]))
     added = [m for ms in by_segment.values() for m in ms]
     return sorted(added, key=lambda m: (m.segment, m.start, m.end))
+
+
+class NameFinder:
+    """`finder(name)`: the occurrences of `name` in `segments` on word boundaries, as
+    (segment, start, end) in reading order: what `_name_pattern(name).finditer` finds in each
+    segment (non-overlapping, left to right). All segments are searched joined, with
+    `str.find`: an article has tens of names and of segments, and a regex per pair cost more."""
+
+    def __init__(self, segments: Sequence[str]):
+        self._joined = "\n".join(segments)   # "\n" is not a word character: bounds stay bounds
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        at = 0
+        for text in segments:
+            self._starts.append(at)
+            self._ends.append(at + len(text))
+            at += len(text) + 1
+
+    def __call__(self, name: str) -> list[tuple[int, int, int]]:
+        found: list[tuple[int, int, int]] = []
+        joined, size = self._joined, len(name)
+        at = joined.find(name)
+        while at >= 0:
+            end = at + size
+            segment = bisect.bisect_right(self._starts, at) - 1
+            if (end <= self._ends[segment] and not (at and _is_word(joined[at - 1]))
+                    and not (end < len(joined) and _is_word(joined[end]))):
+                start = self._starts[segment]
+                found.append((segment, at - start, end - start))
+                at = joined.find(name, end)
+            else:
+                at = joined.find(name, at + 1)
+        return found
+
+
+def _is_word(char: str) -> bool:
+    """Whether `char` is what a regex `\\w` matches."""
+    return char.isalnum() or char == "_"
 
 
 def person_surnames(mentions: Sequence[Mention], segments: Sequence[str]) -> list[str]:
