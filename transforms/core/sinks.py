@@ -14,9 +14,9 @@ the three tables of a run hold at most about 3 MiB of rows in a worker whatever 
 size: with 1,000 rows and 4 MiB, a worker's peak at 1,200 articles was 12 MiB higher), and one
 finalising step, which gets the temporary paths as a side input, renames them to
 `part-SSSSS-of-NNNNN.parquet` (one empty shard when there are no rows, empty shards up to a
-fixed `num_shards`) and removes the temporary folder. A retried bundle leaves only an orphan temporary file, which goes with the folder, and a
-retried finalisation skips the files it already moved. Works on any Beam filesystem (local,
-gs://, ...).
+fixed `num_shards`) and removes the temporary folder. A retried bundle leaves only an orphan
+temporary file, which goes with the folder, and a retried finalisation skips the files it
+already moved. Works on any Beam filesystem (local, gs://, ...).
 """
 from __future__ import annotations
 
