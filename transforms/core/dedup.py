@@ -6,6 +6,7 @@ band bucket, so no worker ever holds the corpus.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
@@ -17,8 +18,10 @@ from transforms.core.stages import ChainedStages, Stage, StageStep, split_sides
 
 DEDUP_NEAR = "dedup_near"
 
+@functools.cache
 def lsh_bands(threshold: float, num_perm: int) -> tuple[int, int]:
-    """(bands, rows) that datasketch's MinHashLSH picks for this threshold and permutation count."""
+    """(bands, rows) that datasketch's MinHashLSH picks for this threshold and permutation count
+    (once per process: it integrates the false positive and negative rates numerically)."""
     from datasketch import MinHashLSH
 
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
