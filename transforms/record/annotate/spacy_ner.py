@@ -160,8 +160,9 @@ def propagate_names(mentions: list[Mention], segments: Sequence[str], surnames: 
 class NameFinder:
     """`finder(name)`: the occurrences of `name` in `segments` on word boundaries, as
     (segment, start, end) in reading order: what `_name_pattern(name).finditer` finds in each
-    segment (non-overlapping, left to right). All segments are searched joined, with
-    `str.find`: an article has tens of names and of segments, and a regex per pair cost more."""
+    segment (non-overlapping, left to right; a word character is what `_WORD` matches). All
+    segments are searched joined, with `str.find`: an article has tens of names and of
+    segments, and a regex per pair cost more."""
 
     def __init__(self, segments: Sequence[str]):
         self._joined = "\n".join(segments)   # "\n" is not a word character: bounds stay bounds
@@ -180,19 +181,14 @@ class NameFinder:
         while at >= 0:
             end = at + size
             segment = bisect.bisect_right(self._starts, at) - 1
-            if (end <= self._ends[segment] and not (at and _is_word(joined[at - 1]))
-                    and not (end < len(joined) and _is_word(joined[end]))):
+            if (end <= self._ends[segment] and not (at and _WORD.match(joined[at - 1]))
+                    and not (end < len(joined) and _WORD.match(joined[end]))):
                 start = self._starts[segment]
                 found.append((segment, at - start, end - start))
                 at = joined.find(name, end)
             else:
                 at = joined.find(name, at + 1)
         return found
-
-
-def _is_word(char: str) -> bool:
-    """Whether `char` is what a regex `\\w` matches."""
-    return char.isalnum() or char == "_"
 
 
 def person_surnames(mentions: Sequence[Mention], segments: Sequence[str]) -> list[str]:
