@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -150,12 +150,19 @@ class GenerateRecord(beam.PTransform):
         collect((queries, rejects, tallies))
         queries = queries | "ProgressQueries" >> progress.step("written", "queries")
 
-        # Each stage's rejects are written in that stage (parts of one table): none cross.
-        (passage_rows, queries, *ledger.rejects) | "WriteTables" >> WriteTables(
-            out, (*TABLES[:2], *["rejects"] * len(ledger.rejects)), shards, file_metadata=self._meta,
-            row_of={"rejects": Reject.row}, element_types={"rejects": Reject})
+        write_with_rejects({"passages": passage_rows, "queries": queries}, ledger, out, shards, self._meta)
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
                 | "Summarize" >> Summarize(f"{out}/summary.json", STAGES, sections=(REUSE_SECTION,), few=True))
+
+
+def write_with_rejects(tables: dict[str, beam.PCollection], ledger: Ledger, out: str, shards: int,
+                       file_metadata: Optional[Mapping[str, str]]) -> beam.PCollection:
+    """`WriteTables` of `tables` (name: rows) and the "rejects" table, whose parts are the
+    ledger's: each stage's rejects are written in that stage, so none cross to a writer."""
+    names = (*tables, *["rejects"] * len(ledger.rejects))
+    return (*tables.values(), *ledger.rejects) | "WriteTables" >> WriteTables(
+        out, names, shards, file_metadata=file_metadata, row_of={"rejects": Reject.row},
+        element_types={"rejects": Reject})
 
 
 SIGNATURES = "signatures"
@@ -286,10 +293,7 @@ class AnnotateRecordArticles(beam.PTransform):
         rows = (((annotations | "KeyAnnotations" >> beam.Map(lambda a: (a.article_id, (0, a)))), sides)
                 | "FlattenSides" >> beam.Flatten() | "JoinArticles" >> beam.GroupByKey()
                 | "AnnotationRows" >> beam.FlatMap(signed_rows, rules))
-        # Each stage's rejects are written in that stage (parts of one table): none cross.
-        (rows, *ledger.rejects) | "WriteTables" >> WriteTables(
-            out, (ANNOTATE_TABLES[0], *["rejects"] * len(ledger.rejects)), shards, file_metadata=self._meta,
-            row_of={"rejects": Reject.row}, element_types={"rejects": Reject})
+        write_with_rejects({ANNOTATIONS_TABLE: rows}, ledger, out, shards, self._meta)
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
                 | "Summarize" >> Summarize(f"{out}/summary.json", ANNOTATE_STAGES, few=True))
 
