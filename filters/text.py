@@ -7,6 +7,9 @@ from typing import Collection, Sequence
 # Words (with inner apostrophes/hyphens, e.g. "don't", "well-known") or single punctuation marks:
 # close to spaCy's and the PTB tokenisation for counting, and dependency-free.
 _TOKEN = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]", re.UNICODE)
+# The word tokens of `_TOKEN` alone: its other tokens are single marks, never a word's start,
+# so both find the same words in the same places.
+_WORD_TOKEN = re.compile(r"\w+(?:['’\-]\w+)*", re.UNICODE)
 
 
 def tokenize(text: str) -> list[str]:
@@ -34,8 +37,9 @@ def ngrams(tokens: list[str], n: int) -> set[tuple[str, ...]]:
     return {tuple(lowered[i : i + n]) for i in range(len(lowered) - n + 1)}
 
 
-def _words(text: str, stopwords: Collection[str]) -> list[str]:
-    return [t for t in tokenize(text) if (t[0].isalnum() or t[0] == "_") and t.lower() not in stopwords]
+def _lowered_words(text: str, stopwords: Collection[str]) -> list[str]:
+    """The lowercased word tokens of `text` (`tokenize`'s, punctuation skipped) not in `stopwords`."""
+    return [w for w in map(str.lower, _WORD_TOKEN.findall(text)) if w not in stopwords]
 
 
 def word_ngrams(text: str, n: int, gaps: Sequence[tuple[int, int]] = (),
@@ -49,6 +53,7 @@ def word_ngrams(text: str, n: int, gaps: Sequence[tuple[int, int]] = (),
     grams: set[tuple[str, ...]] = set()
     start = 0
     for gap_start, gap_end in sorted(gaps) + [(len(text), len(text))]:
-        grams |= ngrams(_words(text[start:gap_start], stopwords), n)
+        words = _lowered_words(text[start:gap_start], stopwords)
+        grams.update(zip(*(words[i:] for i in range(n))))
         start = max(start, gap_end)
     return grams

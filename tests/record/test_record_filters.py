@@ -62,6 +62,20 @@ def test_word_ngrams_skip_punctuation():
                                                         ("followed", "by", "amy")}
 
 
+def test_word_ngrams_are_of_the_tokenizers_words_and_never_span_a_gap():
+    text = "Don't stop: well-known Café_2 opens—O’Neil said."
+    # tokenize: Don't | stop | : | well-known | Café_2 | opens | — | O’Neil | said | .
+    assert word_ngrams(text, 2) == {("don't", "stop"), ("stop", "well-known"), ("well-known", "café_2"),
+                                    ("café_2", "opens"), ("opens", "o’neil"), ("o’neil", "said")}
+    cafe = text.index("Café_2")
+    assert word_ngrams(text, 2, gaps=[(cafe, cafe + len("Café_2"))]) == {
+        ("don't", "stop"), ("stop", "well-known"), ("opens", "o’neil"), ("o’neil", "said")}
+    assert word_ngrams(text, 2, stopwords={"stop", "said"}) == {
+        ("don't", "well-known"), ("well-known", "café_2"), ("café_2", "opens"), ("opens", "o’neil")}
+    assert word_ngrams(text, 1) == {(t.lower(),) for t in tokenize(text) if t[0].isalnum() or t[0] == "_"}
+    assert word_ngrams("Too short", 3) == set()
+
+
 def test_sentence_no_shared_ngram():
     passage_grams = word_ngrams("The mayor of Springfield opened a bridge, followed by a parade.", 3)
     assert sentence.no_shared_ngram("The Mayor of Shelbyville came too.", passage_grams, 3) \
