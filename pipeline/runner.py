@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from transforms.core.errors import UserError
+from transforms.core.models import freeze_heap
 
 if TYPE_CHECKING:
     import apache_beam as beam
@@ -62,8 +63,12 @@ def bound_worker_heap() -> None:
 
 
 def run_pipeline(pipeline: beam.Pipeline):
-    """Run `pipeline` to the end (its local workers with `bound_worker_heap`); returns its result."""
+    """Run `pipeline` to the end (its local workers with `bound_worker_heap`); returns its result.
+
+    The first run in a process first freezes what the process holds (`freeze_heap`): its
+    modules, the spec and the graph stay for the run, and full collections skip them."""
     bound_worker_heap()
+    freeze_heap("run")
     result = pipeline.run()
     result.wait_until_finish()
     return result

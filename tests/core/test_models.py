@@ -81,6 +81,21 @@ def test_freeze_heap_at_exit_registers_one_handler_per_process():
     assert python_output(code) == "1"
 
 
+def test_freeze_heap_freezes_once_per_process_for_each_moment():
+    code = ("import gc; from transforms.core.models import freeze_heap; "
+            "freeze_heap('run'); first = gc.get_freeze_count(); kept = [[] for _ in range(1000)]; "
+            "freeze_heap('run'); again = gc.get_freeze_count(); freeze_heap('model'); "
+            "print(first > 0, again == first, gc.get_freeze_count() >= first + 1000)")
+    assert python_output(code) == "True True True"
+
+
+def test_loading_a_spacy_model_freezes_what_the_process_holds():
+    code = ("import gc; from transforms.core.models import load_spacy; "
+            "nlp = load_spacy('en_core_web_sm', exclude=['parser']); "
+            "print(gc.get_freeze_count() > 10000)")
+    assert python_output(code) == "True"
+
+
 def test_loading_a_spacy_model_freezes_the_heap_at_exit():
     assert _exit_report("from transforms.core.models import load_spacy; "
                         "load_spacy('en_core_web_sm', exclude=['parser'])") == "frozen True"

@@ -1,9 +1,11 @@
 """The glibc setting `run_pipeline` gives the worker processes of the local runner
 (`pipeline.runner.bound_worker_heap`): a worker started by a `multi_processing` run sees it, and a
-value the user set is kept."""
+value the user set is kept. And the first run in a process freezes what the process holds."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import apache_beam as beam
 import pytest
@@ -36,3 +38,13 @@ def test_a_multi_processing_worker_inherits_the_threshold(monkeypatch):
         lambda _: (os.getpid() != driver, os.environ.get(name, "unset")))
     assert_that(seen, equal_to([(True, "1048576")]))
     run_pipeline(pipeline)
+
+
+def test_the_first_run_in_a_process_freezes_what_the_process_holds():
+    code = ("import gc, apache_beam as beam; from pipeline.runner import run_pipeline; "
+            "before = gc.get_freeze_count(); p = beam.Pipeline(); p | beam.Create([1]); "
+            "run_pipeline(p); print(before == 0, gc.get_freeze_count() > 10000)")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip().splitlines()[-1] == "True True"
