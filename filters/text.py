@@ -31,12 +31,6 @@ def count_whitespace_tokens(text: str) -> int:
     return len(text.split())
 
 
-def ngrams(tokens: list[str], n: int) -> set[tuple[str, ...]]:
-    """The set of lowercased n-grams of a token list."""
-    lowered = [t.lower() for t in tokens]
-    return {tuple(lowered[i : i + n]) for i in range(len(lowered) - n + 1)}
-
-
 def _lowered_words(text: str, stopwords: Collection[str]) -> list[str]:
     """The lowercased word tokens of `text` (`tokenize`'s, punctuation skipped) not in `stopwords`."""
     return [w for w in map(str.lower, _WORD_TOKEN.findall(text)) if w not in stopwords]

@@ -4,7 +4,7 @@ import pytest
 from filters import KEEP
 from filters import record as passage
 from filters import record as sentence
-from filters.text import count_tokens, ngrams, tokenize, word_ngrams
+from filters.text import count_tokens, tokenize, word_ngrams
 
 
 def test_tokenize_words_and_punctuation():
@@ -13,8 +13,8 @@ def test_tokenize_words_and_punctuation():
     assert count_tokens("Two words.") == 3
 
 
-def test_ngrams_are_lowercased():
-    assert ngrams(["The", "Big", "Dog"], 2) == {("the", "big"), ("big", "dog")}
+def test_word_ngrams_are_lowercased():
+    assert word_ngrams("The Big Dog", 2) == {("the", "big"), ("big", "dog")}
 
 
 def test_passage_min_body_tokens():
