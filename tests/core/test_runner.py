@@ -123,7 +123,10 @@ def test_an_interrupted_run_keeps_the_previous_output(finished_run, signum):
     argv = [sys.executable, "-m", "pipeline.cli", "record", "generate", "--output", str(finished_run)]
     for path in CORPUS:
         argv += ["--input", path]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Started as from a terminal: a suite run as a background job (`make test &`) hands its
+    # children SIGINT ignored, and the CLI then leaves Ctrl-C alone, as a shell's `&` intends.
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not staging.exists() and time.monotonic() < deadline:   # the run has started writing
         time.sleep(0.05)
