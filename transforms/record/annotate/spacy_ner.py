@@ -249,12 +249,15 @@ def passage_entity_bound(passage: Sequence[str], mentions: Sequence[Mention], re
     if surnames:   # the surnames of the passage's names (those of the rest occur in the rest)
         names |= set(person_surnames(mentions, passage))
     candidates: list[tuple[int, int, int]] = []   # (end, start, segment)
+    taken_in = [[(m.start, m.end) for m in mentions if m.segment == segment]
+                for segment in range(len(passage))]
+    occurrences = NameFinder(passage)
+    for name in names:
+        for segment, start, end in occurrences(name):
+            if _free(taken_in[segment], start, end):
+                candidates.append((end, start, segment))
     for segment, text in enumerate(passage):
-        taken = [(m.start, m.end) for m in mentions if m.segment == segment]
-        for name in names:
-            for match in _name_pattern(name).finditer(text) if name in text else ():
-                if _free(taken, *match.span()):
-                    candidates.append((match.end(), match.start(), segment))
+        taken = taken_in[segment]
         for start in range(len(text)):
             if start and _WORD.match(text[start - 1]):
                 continue
