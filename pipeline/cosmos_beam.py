@@ -8,7 +8,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs.models import CosmosSpec
-from pipeline.runner import clear_output, default_options, run_pipeline
+from pipeline.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.io import read_summary
 from transforms.core.models import check_spacy
 from transforms.core.progress import ProgressLine
@@ -79,7 +79,7 @@ def run_paragraphs(spec: CosmosSpec, inputs: Sequence[str], output: str,
     check_spacy(spec.sentences.model, [spec.sentences.component], option="sentences.model")
     check_scorer(spec.coherence)
     clear_output(output, PARAGRAPH_TABLES)
-    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline = new_pipeline(options)
     pipeline | "GenerateCosmosParagraphs" >> GenerateCosmosParagraphs(
         spec, inputs, output, file_metadata=file_metadata(spec, inputs))
     run_pipeline(pipeline)

@@ -12,7 +12,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs import ProtoqaSpec
-from pipeline.runner import clear_output, default_options, run_pipeline
+from pipeline.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.io import read_summary
 from transforms.core.progress import ProgressLine
 from transforms.core.provenance import file_metadata
@@ -49,7 +49,7 @@ def run_questions(spec: ProtoqaSpec, inputs: Sequence[str], output: str, omitted
             for row in sorted(rows, key=lambda r: r["question_id"]):
                 handle.write((scraped_jsonl(row) + "\n").encode("utf-8"))
 
-    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline = new_pipeline(options)
     lines = pipeline | "Read" >> ReadQuestionLines(inputs)
     progress = ProgressLine()   # lead: ProgressLine(progress) once run_questions takes `progress`
     lines = lines | "ProgressRead" >> progress.step("read", "questions", count=question_units)

@@ -14,7 +14,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs import RecordSpec
-from pipeline.runner import clear_output, default_options, run_pipeline
+from pipeline.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.accounting import Reject
 from transforms.core.coders import RejectCoder  # noqa: F401  (registers the coder of Reject)
 from transforms.core.dedup import DEDUP_NEAR, SIGNATURE, DropNearDuplicates, MinHasher
@@ -242,7 +242,7 @@ def run_record(spec: RecordSpec, inputs: Sequence[str], output: str, url_lists: 
     if annotations:
         check_cacheable(spec.annotator)
     clear_output(output, TABLES, ("summary.json",))
-    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline = new_pipeline(options)
     pipeline | "GenerateRecord" >> GenerateRecord(
         spec, inputs, output, url_lists, annotations=annotations,
         file_metadata=file_metadata(spec, [*inputs, *url_lists]))
@@ -328,7 +328,7 @@ def run_annotate(spec: RecordSpec, inputs: Sequence[str], output: str,
     check_cacheable(spec.annotator)
     check_models(spec.annotator)
     clear_output(output, ANNOTATE_TABLES)
-    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline = new_pipeline(options)
     pipeline | "AnnotateRecord" >> AnnotateRecordArticles(
         spec, inputs, output, file_metadata=file_metadata(spec, inputs))
     with short_state_sampling():
@@ -388,7 +388,7 @@ def run_filter(spec: RecordSpec, run_dir: str, output: str, choice: Optional[str
     spec = spec.model_copy(update={"filter": spec.filter.model_copy(
         update={"reader": choice, "folds": folds})})
     clear_output(output, FILTER_TABLES, FILTER_FILES)
-    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline = new_pipeline(options)
     tables = [f"{run_dir.rstrip('/')}/{table}" for table in ("passages", "queries")]
     pipeline | "FilterRecord" >> FilterRecord(spec, run_dir, output,
                                               file_metadata=file_metadata(spec, tables))
@@ -441,7 +441,7 @@ def run_compare(spec: RecordSpec, name_a: str, name_b: str, inputs: Sequence[str
     for name in (name_a, name_b):
         check_models(single_backend(spec.annotator, name))
     clear_output(output, (), ("compare.json",))
-    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline = new_pipeline(options)
     pipeline | "CompareAnnotators" >> CompareRecordAnnotators(spec, name_a, name_b, inputs, output, url_lists)
     run_pipeline(pipeline)
     with FileSystems.open(f"{output.rstrip('/')}/compare.json") as handle:
@@ -451,7 +451,7 @@ def run_compare(spec: RecordSpec, name_a: str, name_b: str, inputs: Sequence[str
 def run_annotation_inputs(spec: RecordSpec, inputs: Sequence[str], output: str,
                           url_lists: Sequence[str] = (), options: Optional[PipelineOptions] = None) -> None:
     """Write `coref_input.jsonl` and `ner_input.jsonl` for `allennlp predict` (one shard each)."""
-    pipeline = beam.Pipeline(options=options or default_options())
+    pipeline = new_pipeline(options)
     articles, _, _ = pipeline | "ReadArticles" >> ReadArticles(list(inputs), spec.input)
     url_info = read_url_info(pipeline, url_lists)
     articles, _, _ = articles | "DropDuplicateIds" >> DropDuplicateIds(url_info)

@@ -11,7 +11,7 @@ import shutil
 import signal
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
 from transforms.core.errors import UserError
 from transforms.core.models import freeze_heap
@@ -62,8 +62,45 @@ def bound_worker_heap() -> None:
     os.environ.setdefault(MALLOC_ENV, str(MALLOC_MMAP_THRESHOLD))
 
 
+WORKER_PLUGIN = "pipeline.worker"   # imported by each SDK worker as it starts (by name: see there)
+
+
+def name_worker_plugin(options: PipelineOptions) -> None:
+    """Add `WORKER_PLUGIN` to the `--beam_plugins` of `options` (after any the user named)."""
+    from apache_beam.options.pipeline_options import SetupOptions
+
+    setup = options.view_as(SetupOptions)
+    plugins = list(setup.beam_plugins or [])
+    if WORKER_PLUGIN not in plugins:
+        setup.beam_plugins = [*plugins, WORKER_PLUGIN]
+
+
+def new_pipeline(options: Optional[PipelineOptions] = None) -> beam.Pipeline:
+    """A Beam pipeline on `options` (else `default_options()`), whose SDK workers import
+    `WORKER_PLUGIN` as they start.
+
+    Beam's FnApiRunner, unlike its DirectRunner, hands the worker processes it starts
+    (`multi_processing`) none of the pipeline's options, so they would not see the plugin, nor a
+    user's `--experiments` or `--pickle_library`: for it, the runner is made as the DirectRunner
+    makes it, with the options in the provision info that its workers read."""
+    import apache_beam as beam
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo, FnApiRunner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+    options = options or default_options()
+    name_worker_plugin(options)
+    pipeline = beam.Pipeline(options=options)
+    if type(pipeline.runner) is FnApiRunner:
+        encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+        provision = ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
+        pipeline = beam.Pipeline(runner=FnApiRunner(provision_info=provision), options=options)
+    return pipeline
+
+
 def run_pipeline(pipeline: beam.Pipeline):
-    """Run `pipeline` to the end (its local workers with `bound_worker_heap`); returns its result.
+    """Run `pipeline` (best made by `new_pipeline`) to the end, its local workers with
+    `bound_worker_heap`; returns its result.
 
     The first run in a process first freezes what the process holds (`freeze_heap`): its
     modules, the spec and the graph stay for the run, and full collections skip them."""
