@@ -26,7 +26,7 @@ the machine filter per reader.
    Goals: 2 workers >= 1.8x one worker on a few hundred articles; a worker's peak RSS at 10x
    the input within 1.2x of its RSS at 1x. The workers run with the fixed glibc mmap threshold
    that `run_pipeline` gives them (`pipeline.runner.bound_worker_heap`; a `MALLOC_MMAP_THRESHOLD_`
-   set before the run is kept instead).
+   set before the run is kept instead) and send data messages of 1 MiB (`pipeline.worker`).
 3. *Machine filter*: `csdata record filter` (5 folds: train per fold, predict, write) on the
    generated triples with each reader; the cross-encoder with few training steps
    (`--cross-steps`), since CPU fine-tuning at the spec's 400 steps per fold takes hours.
