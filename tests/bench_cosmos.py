@@ -30,6 +30,8 @@ from typing import Callable
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench_common import note_fallback  # noqa: E402
+
 from pipeline.cli import quiet_beam_import_warning  # noqa: E402
 
 quiet_beam_import_warning()
@@ -55,6 +57,7 @@ def default_inputs(files: int) -> list[str]:
     if os.path.isdir(SHARED):
         paths = sorted(glob.glob(os.path.join(SHARED, "*.xml")))
         return paths[:files] if files > 0 else paths
+    note_fallback(SHARED)
     return [os.path.join(FALLBACK, "blogs"), os.path.join(FALLBACK, "stories.jsonl")]
 
 

@@ -67,6 +67,8 @@ from typing import Callable, Optional, Sequence
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench_common import note_fallback  # noqa: E402
+
 from pipeline.cli import quiet_beam_import_warning  # noqa: E402
 
 quiet_beam_import_warning()
@@ -94,6 +96,7 @@ def default_inputs() -> list[str]:
     """The real CNN/DM samples beside the checkout when present, else the repo's own stories."""
     if os.path.isdir(SHARED):
         return [os.path.join(SHARED, "stories"), os.path.join(SHARED, "hf_train_sample.jsonl")]
+    note_fallback(SHARED)
     return [os.path.join(ROOT, "tests", "data", "record")]
 
 

@@ -23,6 +23,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench_record import default_inputs  # noqa: E402
+
 from pipeline.cli import quiet_beam_import_warning  # noqa: E402
 
 quiet_beam_import_warning()
@@ -33,16 +35,8 @@ from data_specs import RecordSpec, load_spec  # noqa: E402
 from pipeline.record_beam import run_annotate, run_record  # noqa: E402
 from transforms.core.io import read_summary, read_table  # noqa: E402
 
-SHARED = os.path.join(ROOT, "..", "shared", "samples", "cnndm")
 VARIANT = ["passage.min_tokens=120", "query.ngram=4"]
 TABLES = ("passages", "queries", "rejects")
-
-
-def default_inputs() -> list[str]:
-    """The real CNN/DM samples beside the checkout when present, else the repo's own stories."""
-    if os.path.isdir(SHARED):
-        return [os.path.join(SHARED, "stories"), os.path.join(SHARED, "hf_train_sample.jsonl")]
-    return [os.path.join(ROOT, "tests", "data", "record")]
 
 
 def options() -> PipelineOptions:
