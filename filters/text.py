@@ -4,12 +4,12 @@ from __future__ import annotations
 import re
 from typing import Collection, Sequence
 
-# Words (with inner apostrophes/hyphens, e.g. "don't", "well-known") or single punctuation marks:
-# close to spaCy's and the PTB tokenisation for counting, and dependency-free.
-_TOKEN = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]", re.UNICODE)
-# The word tokens of `_TOKEN` alone: its other tokens are single marks, never a word's start,
-# so both find the same words in the same places.
+# Words, with inner apostrophes/hyphens ("don't", "well-known").
 _WORD_TOKEN = re.compile(r"\w+(?:['’\-]\w+)*", re.UNICODE)
+# Words or single punctuation marks: close to spaCy's and the PTB tokenisation for counting, and
+# dependency-free. Its other tokens are single marks, never a word's start, so both patterns find
+# the same words in the same places.
+_TOKEN = re.compile(_WORD_TOKEN.pattern + r"|[^\w\s]", re.UNICODE)
 
 
 def tokenize(text: str) -> list[str]:
