@@ -1,12 +1,23 @@
-"""Shared fixtures: an offline Beam test pipeline and the repo's sample corpus."""
+"""Shared fixtures: an offline Beam test pipeline, the repo's sample corpus, and code run in a
+fresh interpreter."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 
 DATA = Path(__file__).parent / "data" / "record"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def python_output(code: str) -> str:
+    """The stripped stdout of a fresh interpreter running `code` in the repository."""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    return result.stdout.strip()
 
 
 def beam_test_pipeline() -> TestPipeline:

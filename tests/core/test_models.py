@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.conftest import python_output
 from transforms.core import models
 from transforms.core.models import (
     MiniLMEncoder,
@@ -22,7 +20,6 @@ from transforms.core.models import (
     resolve_device,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 OFFICIAL = importlib.util.find_spec("en_core_web_sm") is not None
 RECORD_EXCLUDE = ["tagger", "lemmatizer", "attribute_ruler", "morphologizer", "parser"]
 
@@ -34,13 +31,6 @@ SENTENCES = [
     " ".join(["The committee reviewed the extraordinarily complicated proposal, "
               "deliberating over antidisestablishmentarianism and its implications."] * 12),
 ]
-
-
-def python_output(code: str) -> str:
-    """The stripped stdout of a fresh interpreter running `code` in the repository."""
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, check=True)
-    return result.stdout.strip()
 
 
 def _one_line(error: pytest.ExceptionInfo) -> str:

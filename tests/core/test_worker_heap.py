@@ -4,8 +4,6 @@ value the user set is kept. And the first run in a process freezes what the proc
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import apache_beam as beam
 import pytest
@@ -13,6 +11,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.runner import MALLOC_ENV, bound_worker_heap, run_pipeline
+from tests.conftest import python_output
 
 
 def test_the_threshold_is_set_when_the_user_set_none(monkeypatch):
@@ -44,7 +43,4 @@ def test_the_first_run_in_a_process_freezes_what_the_process_holds():
     code = ("import gc, apache_beam as beam; from pipeline.runner import run_pipeline; "
             "before = gc.get_freeze_count(); p = beam.Pipeline(); p | beam.Create([1]); "
             "run_pipeline(p); print(before == 0, gc.get_freeze_count() > 10000)")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
-                            check=True)
-    assert result.stdout.strip().splitlines()[-1] == "True True"
+    assert python_output(code).splitlines()[-1] == "True True"

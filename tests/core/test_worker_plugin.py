@@ -4,7 +4,6 @@ by `run_pipeline`): it makes the worker's data plane send messages of 1 MiB inst
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import apache_beam as beam
@@ -14,15 +13,13 @@ from apache_beam.runners.worker import data_plane
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.runner import WORKER_PLUGIN, name_worker_plugin, new_pipeline, run_pipeline
+from tests.conftest import python_output
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MIB = 1024 * 1024
 
 
 def in_fresh_interpreter(code: str) -> str:
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                            check=True)
-    return result.stdout.strip().splitlines()[-1]
+    return python_output(code).splitlines()[-1]
 
 
 def test_importing_the_plugin_makes_new_streams_flush_at_1_mib():
