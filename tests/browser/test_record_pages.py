@@ -77,6 +77,7 @@ def work(driver, exported, correct: bool, feedback: str = "", guessed: bool = Fa
         assert console_errors(driver) == []
         return submit(driver, server)
     finally:
+        driver.get("about:blank")   # as test_cosmos_pages' Page.close: no favicon request left
         server.shutdown()
         server.server_close()
 
