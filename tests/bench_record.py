@@ -24,7 +24,13 @@ the machine filter per reader.
    (`CPU-bound`: the 1-worker run's CPU seconds over the driver's plus the busiest worker's),
    which other load skews less than the wall clock when it keeps the workers from a core each.
    Goals: 2 workers >= 1.8x one worker on a few hundred articles; a worker's peak RSS at 10x
-   the input within 1.2x of its RSS at 1x. The workers run with the fixed glibc mmap threshold
+   the input within 1.2x of its RSS at 1x. A single pair of runs is not enough for the first
+   on a shared machine, so at `--speedup-scale` (3x: 360 real articles) the 1- and 2-worker
+   runs repeat, in alternating order, for `--speedup-rounds` rounds in all, and the medians of
+   the rounds' speed-ups are shown. Each round also times the machine's own baseline: bare
+   `nlp.pipe` (as in part 1) over the texts of the same input, in one process and dealt to two
+   processes started at once, each a fresh interpreter (what two cores give this model here,
+   with no Beam and no pipeline). The workers run with the fixed glibc mmap threshold
    that `run_pipeline` gives them (`pipeline.runner.bound_worker_heap`; a `MALLOC_MMAP_THRESHOLD_`
    set before the run is kept instead) and send data messages of 1 MiB (`pipeline.worker`).
 3. *Machine filter*: `csdata record filter` (5 folds: train per fold, predict, write) on the
@@ -33,7 +39,7 @@ the machine filter per reader.
 
     .venv/bin/python tests/bench_record.py [--input PATTERN ...] [--rounds 3] [--no-ratio]
         [--no-scaling] [--scale 1,3,10] [--workers 0,1,2] [--profile 25] [--readers ...]
-        [--arm LABEL=ARGS ...]
+        [--speedup-scale 3] [--speedup-rounds 3] [--arm LABEL=ARGS ...]
 
 `--arm` (repeatable) runs each configuration of the scaling table once per arm, the arms in turn,
 with ARGS added to the command (`--set key=value`, Beam flags; leading `NAME=VALUE` words set
@@ -377,10 +383,13 @@ def split_env(args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], configs: list[int],
-                  arms: Sequence[tuple[str, list[str]]] = (("", []),)) -> None:
+                  arms: Sequence[tuple[str, list[str]]] = (("", []),),
+                  speedup_scale: int = 0, speedup_rounds: int = 1) -> None:
     """Part 2: the scaling table; a configuration is a worker count, 0 = in process. With
     several `arms` (label, extra arguments of the command), each configuration runs once per
-    arm, the arms in turn, so that a change of the machine's load hits them alike."""
+    arm, the arms in turn, so that a change of the machine's load hits them alike. At
+    `speedup_scale`, the pair of 1 and 2 workers runs `speedup_rounds` times in all, in
+    alternating order (`speedup_pairs`)."""
     articles = read_articles(inputs, spec)
     results: dict[tuple[int, int, str], Measured] = {}
     base = tempfile.mkdtemp(prefix="bench-scaling-")
@@ -409,6 +418,10 @@ def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], config
                     print(scaling_row(name, n, run, results.get((scale, 1, label)),
                                       results.get((scales[0], config, label)), scale != scales[0]),
                           flush=True)
+            if scale == speedup_scale and {1, 2} <= set(configs) and speedup_rounds > 0:
+                speedup_pairs(folder, n, os.path.join(base, f"x{scale}-round"), arms,
+                              {label: (results[(scale, 1, label)], results[(scale, 2, label)])
+                               for label, _ in arms}, speedup_rounds, spec)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print(f"goals: 2 workers >= {SPEEDUP_GOAL}x one worker; worker peak RSS at the largest scale "
@@ -417,22 +430,101 @@ def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], config
           f"(1-worker CPU seconds / driver + busiest worker), less skewed by other load")
 
 
+def cpu_bound(one: Measured, run: Measured) -> float:
+    """What the split of the work allows when each process gets a core of its own (a shared
+    machine's wall clock may not give them one): one worker's CPU seconds (driver and worker)
+    over `run`'s longest path, the driver plus its busiest worker."""
+    return (one.driver_cpu + sum(one.workers_cpu)) / (run.driver_cpu + max(run.workers_cpu))
+
+
 def scaling_row(name: str, n: int, run: Measured, one: Optional[Measured], first: Optional[Measured],
                 larger: bool) -> str:
     """A row of the scaling table: `run` against the latest 1-worker run of its scale and arm
     (`one`) and against its own configuration at the first scale (`first`, when `larger`)."""
     multi = bool(run.workers_cpu)
     speedup = f"{one.wall / run.wall:.2f}x" if one and one.code == 0 and multi else "-"
-    # What the split of the work allows when each process gets a core of its own (a shared
-    # machine's wall clock may not give them one): one worker's CPU seconds (driver and worker)
-    # over this run's longest path, the driver plus its busiest worker.
-    bound = (f"{(one.driver_cpu + sum(one.workers_cpu)) / (run.driver_cpu + max(run.workers_cpu)):.2f}x"
-             if one and one.code == 0 and multi and one.workers_cpu else "-")
+    bound = f"{cpu_bound(one, run):.2f}x" if one and one.code == 0 and multi and one.workers_cpu else "-"
     growth = f"{run.worker_peak_kb / first.worker_peak_kb:.2f}" if first and first.code == 0 and larger else "-"
     cpu = "; ".join([f"{run.driver_cpu:.0f}", ", ".join(f"{c:.0f}" for c in run.workers_cpu)])
     rss = "; ".join([f"{run.driver_kb / 1024:.0f}", ", ".join(f"{kb / 1024:.0f}" for kb in run.workers_kb)])
     return (f"{name:<29}{n:9d}{run.wall:8.1f}{n / run.wall:11.2f}{speedup:>12}{bound:>10}"
             f"{cpu.rstrip('; '):>23}{rss.rstrip('; '):>25}{growth:>7}")
+
+
+def run_bare_processes(texts_path: str, parts: int) -> Optional[tuple[float, list[float]]]:
+    """`run_bare_once` over the texts in the JSON file `texts_path`, dealt in turn to `parts`
+    processes started at once (each a fresh interpreter: imports and model load included):
+    (wall s, CPU s per process), or None when one failed."""
+    start = time.perf_counter()
+    processes = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--bare-share",
+                                   f"{k}/{parts}", texts_path], cwd=ROOT,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for k in range(parts)]
+    cpu, failed = [], False
+    for process in processes:
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        failed |= process.returncode != 0
+        cpu.append(usage.ru_utime + usage.ru_stime)
+    return None if failed else (time.perf_counter() - start, cpu)
+
+
+def bare_share(texts_path: str, share: str) -> None:
+    """`--bare-share K/N`: `run_bare_once` on every N-th text of `texts_path` from the K-th."""
+    k, n = (int(part) for part in share.split("/"))
+    with open(texts_path, encoding="utf-8") as handle:
+        texts = json.load(handle)
+    spec = load_spec("record")
+    assert isinstance(spec, RecordSpec)
+    run_bare_once(texts[k::n], spec)
+
+
+def _listed(values: Sequence[float]) -> str:
+    return f"{', '.join(f'{v:.2f}x' for v in values)}, median {statistics.median(values):.2f}x"
+
+
+def speedup_pairs(folder: str, n: int, prefix: str, arms: Sequence[tuple[str, list[str]]],
+                  first: dict[str, tuple[Measured, Measured]], rounds: int, spec: RecordSpec) -> None:
+    """The 2-worker speed-up on the input in `folder` (`n` articles) over `rounds` rounds
+    (outputs at `prefix`-ROUND-wWORKERS-LABEL): the table's pair per arm (`first`: label ->
+    (1 worker, 2 workers)) and `rounds - 1` more, 2 workers first in every other round, so that
+    the machine's drift between runs (a pair alone ranged 1.43-2.09x here within minutes) hits
+    both sides alike. Each round also runs the machine's own baseline: bare `nlp.pipe` (as in
+    part 1) over the texts of the same input, in one process and dealt to two. Prints each
+    round's speed-ups and their medians; a failed run leaves its round out."""
+    texts_path = prefix + "-texts.json"
+    ids = {article.id for article in read_articles([folder], spec)}
+    with open(texts_path, "w", encoding="utf-8") as handle:
+        json.dump(annotated_texts([folder], spec, ids), handle)
+    pairs = {label: [pair] for label, pair in first.items()}
+    bare: list[tuple[float, float]] = []
+    for round_ in range(rounds):
+        order = (2, 1) if round_ % 2 else (1, 2)
+        for label, extra in arms if round_ else ():
+            env, extra_args = split_env(extra)
+            runs = {}
+            for config in order:
+                output = f"{prefix}-{round_}-w{config}-{label}"
+                runs[config] = run_measured(generate_command(folder, output, config, extra_args),
+                                            output + ".log", env=env)
+            pairs[label].append((runs[1], runs[2]))
+        timed_bare = {parts: run_bare_processes(texts_path, parts) for parts in order}
+        one, two = timed_bare[1], timed_bare[2]
+        if one and two:
+            bare.append((one[0] / two[0], sum(one[1]) / max(two[1])))
+    for label, measured in pairs.items():
+        name = f"2 / 1 workers at {n} articles{f' [{label}]' if label else ''}"
+        done = [(one, two) for one, two in measured if one.code == 0 and two.code == 0]
+        if not done:
+            print(f"{name}: no round succeeded")
+            continue
+        print(f"{name}, {len(done)} rounds (alternating order): wall "
+              f"{_listed([one.wall / two.wall for one, two in done])}; CPU-bound "
+              f"{_listed([cpu_bound(one, two) for one, two in done])}   (goal >= {SPEEDUP_GOAL}x)")
+    if bare:
+        print(f"the machine's baseline in the same rounds, bare nlp.pipe (+ sentence rules) over the "
+              f"same input's texts, 2 / 1 processes: wall {_listed([b[0] for b in bare])}; "
+              f"CPU-bound {_listed([b[1] for b in bare])}", flush=True)
 
 
 # --------------------------------------------------------------------------- machine filter
@@ -485,6 +577,10 @@ def main() -> None:
                         help="comma-separated copies of the input for the scaling table (first = 1x)")
     parser.add_argument("--workers", default="0,1,2",
                         help="configurations of the scaling table: multi_processing worker counts, 0 = in process")
+    parser.add_argument("--speedup-scale", type=int, default=3,
+                        help="the scale at which 1 and 2 workers run --speedup-rounds times (0: none)")
+    parser.add_argument("--speedup-rounds", type=int, default=3,
+                        help="rounds of the 1- and 2-worker pair at --speedup-scale; medians shown")
     parser.add_argument("--arm", action="append", default=[], metavar="LABEL=ARGS",
                         help="run each configuration of the scaling table once per arm, the arms in "
                              "turn, with ARGS added to the command (repeatable; A/B in one run)")
@@ -492,7 +588,12 @@ def main() -> None:
                         help="comma-separated readers to time in the machine filter ('' for none)")
     parser.add_argument("--cross-steps", type=int, default=10,
                         help="cross-encoder training steps per fold in the benchmark")
+    parser.add_argument("--bare-share", help=argparse.SUPPRESS)   # K/N: a process of the baseline
+    parser.add_argument("texts", nargs="?", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bare_share:
+        bare_share(args.texts, args.bare_share)
+        return
     inputs = args.input or default_inputs()
     spec = load_spec("record")
     assert isinstance(spec, RecordSpec)
@@ -507,7 +608,8 @@ def main() -> None:
             run_pipeline_once(inputs, spec)   # the warm-up
         bench_profile(inputs, spec, args.profile)
     if not args.no_scaling:
-        bench_scaling(inputs, spec, _numbers(args.scale), _numbers(args.workers), parse_arms(args.arm))
+        bench_scaling(inputs, spec, _numbers(args.scale), _numbers(args.workers), parse_arms(args.arm),
+                      args.speedup_scale, args.speedup_rounds)
     if readers:
         bench_filter(out or run_pipeline_once(inputs, spec), spec, readers, args.cross_steps)
 
