@@ -49,9 +49,12 @@ def default_options() -> PipelineOptions:
 # several MiB (5.6 MiB of articles at 1,200 of them, 9 MiB of rejects), so after the first one
 # they come from the heap, whose freed space stays in the process: a `multi_processing` worker
 # at 1,200 articles ended with 178 MiB free in its heap and 72 MiB in use (80 and 67 at 120).
-# A fixed threshold (which also stops the raising) keeps such blocks out of the heap; 1 MiB,
-# not glibc's 128 KiB, which costs spaCy's per-batch arrays an mmap each (+19% worker CPU).
-MALLOC_MMAP_THRESHOLD = 1024 * 1024
+# A fixed threshold (which also stops the raising) keeps such blocks out of the heap. 8 MiB: the
+# workers' data messages are at most 1 MiB now (`pipeline.worker`), and a lower threshold costs
+# spaCy's per-batch arrays an mmap and its page faults each (128 KiB: +19% worker CPU; 1 MiB: 2
+# workers 1.59-1.61x one worker at 360 articles against 1.71-1.74x at 8 MiB, medians of two
+# alternating rounds in each order; a worker's peak at 10x the input 1.13x against 1.15x).
+MALLOC_MMAP_THRESHOLD = 8 * 1024 * 1024
 MALLOC_ENV = "MALLOC_MMAP_THRESHOLD_"
 
 

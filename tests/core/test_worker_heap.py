@@ -17,7 +17,7 @@ from tests.conftest import python_output
 def test_the_threshold_is_set_when_the_user_set_none(monkeypatch):
     monkeypatch.delenv(MALLOC_ENV, raising=False)
     bound_worker_heap()
-    assert os.environ[MALLOC_ENV] == "1048576"   # 1 MiB
+    assert os.environ[MALLOC_ENV] == "8388608"   # 8 MiB
 
 
 def test_a_threshold_the_user_set_is_kept(monkeypatch):
@@ -35,7 +35,7 @@ def test_a_multi_processing_worker_inherits_the_threshold(monkeypatch):
     # A lambda, pickled by value: the worker cannot import this test module.
     seen = pipeline | beam.Create([0]) | beam.Map(
         lambda _: (os.getpid() != driver, os.environ.get(name, "unset")))
-    assert_that(seen, equal_to([(True, "1048576")]))
+    assert_that(seen, equal_to([(True, "8388608")]))
     run_pipeline(pipeline)
 
 
