@@ -118,13 +118,15 @@ def read_articles(inputs: list[str], spec: RecordSpec) -> list[Article]:
     return articles
 
 
-def annotated_texts(inputs: list[str], spec: RecordSpec, keep_ids: set[str]) -> list[str]:
-    """The texts the generator hands to spaCy: segments of the splits that reached annotation."""
+def annotated_texts(inputs: list[str], spec: RecordSpec, keep_ids: Optional[set[str]] = None) -> list[str]:
+    """The texts the generator hands to spaCy: segments of the splits that reached annotation
+    (of the first article with each id in `keep_ids`; None: of every article)."""
     split_fn = make_split_fn(spec.passage)
     texts = []
     for article in read_articles(inputs, spec):
-        if article.id in keep_ids:
-            keep_ids.discard(article.id)
+        if keep_ids is None or article.id in keep_ids:
+            if keep_ids is not None:
+                keep_ids.discard(article.id)
             for split in split_fn(article):
                 if hasattr(split, "body"):
                     texts.extend(split_segments(split))
@@ -382,6 +384,13 @@ def split_env(args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     return env, rest
 
 
+def run_generate(folder: str, output: str, workers: int, extra: Sequence[str]) -> Measured:
+    """`generate_command` on `folder`, measured, with an arm's `extra` (its leading `NAME=VALUE`
+    words as the environment); the log at `output`.log."""
+    env, args = split_env(extra)
+    return run_measured(generate_command(folder, output, workers, args), output + ".log", env=env)
+
+
 def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], configs: list[int],
                   arms: Sequence[tuple[str, list[str]]] = (("", []),),
                   speedup_scale: int = 0, speedup_rounds: int = 1) -> None:
@@ -407,9 +416,7 @@ def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], config
                     name = (f"multi_processing, {config} worker{'s' if config > 1 else ''}" if config
                             else "in process") + (f" [{label}]" if label else "")
                     output = os.path.join(base, f"out-x{scale}-w{config}-{index}-{label}")
-                    env, extra_args = split_env(extra)
-                    run = results[(scale, config, label)] = run_measured(
-                        generate_command(folder, output, config, extra_args), output + ".log", env=env)
+                    run = results[(scale, config, label)] = run_generate(folder, output, config, extra)
                     if run.code != 0:   # the folder goes at the end: show the log's end now
                         with open(output + ".log", encoding="utf-8", errors="replace") as log:
                             tail = "".join(log.readlines()[-8:])
@@ -493,20 +500,15 @@ def speedup_pairs(folder: str, n: int, prefix: str, arms: Sequence[tuple[str, li
     part 1) over the texts of the same input, in one process and dealt to two. Prints each
     round's speed-ups and their medians; a failed run leaves its round out."""
     texts_path = prefix + "-texts.json"
-    ids = {article.id for article in read_articles([folder], spec)}
     with open(texts_path, "w", encoding="utf-8") as handle:
-        json.dump(annotated_texts([folder], spec, ids), handle)
+        json.dump(annotated_texts([folder], spec), handle)
     pairs = {label: [pair] for label, pair in first.items()}
     bare: list[tuple[float, float]] = []
     for round_ in range(rounds):
         order = (2, 1) if round_ % 2 else (1, 2)
         for label, extra in arms if round_ else ():
-            env, extra_args = split_env(extra)
-            runs = {}
-            for config in order:
-                output = f"{prefix}-{round_}-w{config}-{label}"
-                runs[config] = run_measured(generate_command(folder, output, config, extra_args),
-                                            output + ".log", env=env)
+            runs = {config: run_generate(folder, f"{prefix}-{round_}-w{config}-{label}", config, extra)
+                    for config in order}
             pairs[label].append((runs[1], runs[2]))
         timed_bare = {parts: run_bare_processes(texts_path, parts) for parts in order}
         one, two = timed_bare[1], timed_bare[2]
