@@ -30,7 +30,8 @@ the machine filter per reader.
    the rounds' speed-ups are shown. Each round also times the machine's own baseline: bare
    `nlp.pipe` (as in part 1) over the texts of the same input, in one process and dealt to two
    processes started at once, each a fresh interpreter (what two cores give this model here,
-   with no Beam and no pipeline). The workers run with the fixed glibc mmap threshold
+   with no Beam and no pipeline), and the pipeline's speed-up over the baseline's is shown round
+   by round (1.00: the pipeline gains from a second worker what the model alone gains). The workers run with the fixed glibc mmap threshold
    that `run_pipeline` gives them (`pipeline.runner.bound_worker_heap`; a `MALLOC_MMAP_THRESHOLD_`
    set before the run is kept instead) and send data messages of 1 MiB (`pipeline.worker`).
 3. *Machine filter*: `csdata record filter` (5 folds: train per fold, predict, write) on the
@@ -503,7 +504,7 @@ def speedup_pairs(folder: str, n: int, prefix: str, arms: Sequence[tuple[str, li
     with open(texts_path, "w", encoding="utf-8") as handle:
         json.dump(annotated_texts([folder], spec), handle)
     pairs = {label: [pair] for label, pair in first.items()}
-    bare: list[tuple[float, float]] = []
+    bare: list[Optional[tuple[float, float]]] = []
     for round_ in range(rounds):
         order = (2, 1) if round_ % 2 else (1, 2)
         for label, extra in arms if round_ else ():
@@ -512,8 +513,7 @@ def speedup_pairs(folder: str, n: int, prefix: str, arms: Sequence[tuple[str, li
             pairs[label].append((runs[1], runs[2]))
         timed_bare = {parts: run_bare_processes(texts_path, parts) for parts in order}
         one, two = timed_bare[1], timed_bare[2]
-        if one and two:
-            bare.append((one[0] / two[0], sum(one[1]) / max(two[1])))
+        bare.append((one[0] / two[0], sum(one[1]) / max(two[1])) if one and two else None)
     for label, measured in pairs.items():
         name = f"2 / 1 workers at {n} articles{f' [{label}]' if label else ''}"
         done = [(one, two) for one, two in measured if one.code == 0 and two.code == 0]
@@ -523,10 +523,19 @@ def speedup_pairs(folder: str, n: int, prefix: str, arms: Sequence[tuple[str, li
         print(f"{name}, {len(done)} rounds (alternating order): wall "
               f"{_listed([one.wall / two.wall for one, two in done])}; CPU-bound "
               f"{_listed([cpu_bound(one, two) for one, two in done])}   (goal >= {SPEEDUP_GOAL}x)")
-    if bare:
+    done_bare = [b for b in bare if b]
+    if done_bare:
         print(f"the machine's baseline in the same rounds, bare nlp.pipe (+ sentence rules) over the "
-              f"same input's texts, 2 / 1 processes: wall {_listed([b[0] for b in bare])}; "
-              f"CPU-bound {_listed([b[1] for b in bare])}", flush=True)
+              f"same input's texts, 2 / 1 processes: wall {_listed([b[0] for b in done_bare])}; "
+              f"CPU-bound {_listed([b[1] for b in done_bare])}", flush=True)
+    for label, measured in pairs.items():
+        relative = [(one.wall / two.wall) / b[0] for (one, two), b in zip(measured, bare)
+                    if b and one.code == 0 and two.code == 0]
+        if relative:
+            print(f"pipeline / baseline speed-up, round by round{f' [{label}]' if label else ''}: "
+                  f"{', '.join(f'{r:.2f}' for r in relative)}, median {statistics.median(relative):.2f}"
+                  f"   (1.00: the pipeline gains from a second worker what bare spaCy gains from a "
+                  f"second process)", flush=True)
 
 
 # --------------------------------------------------------------------------- machine filter
