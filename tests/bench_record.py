@@ -31,9 +31,10 @@ the machine filter per reader.
    `nlp.pipe` (as in part 1) over the texts of the same input, in one process and dealt to two
    processes started at once, each a fresh interpreter (what two cores give this model here,
    with no Beam and no pipeline), and the pipeline's speed-up over the baseline's is shown round
-   by round (1.00: the pipeline gains from a second worker what the model alone gains). The workers run with the fixed glibc mmap threshold
-   that `run_pipeline` gives them (`pipeline.runner.bound_worker_heap`; a `MALLOC_MMAP_THRESHOLD_`
-   set before the run is kept instead) and send data messages of 1 MiB (`pipeline.worker`).
+   by round (1.00: the pipeline gains from a second worker what the model alone gains). The
+   workers run with the fixed glibc mmap threshold that `run_pipeline` gives them
+   (`pipeline.runner.bound_worker_heap`; a `MALLOC_MMAP_THRESHOLD_` set before the run is kept
+   instead) and send data messages of 1 MiB (`pipeline.worker`).
 3. *Machine filter*: `csdata record filter` (5 folds: train per fold, predict, write) on the
    generated triples with each reader; the cross-encoder with few training steps
    (`--cross-steps`), since CPU fine-tuning at the spec's 400 steps per fold takes hours.
