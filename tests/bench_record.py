@@ -515,25 +515,23 @@ def speedup_pairs(folder: str, n: int, prefix: str, arms: Sequence[tuple[str, li
         timed_bare = {parts: run_bare_processes(texts_path, parts) for parts in order}
         one, two = timed_bare[1], timed_bare[2]
         bare.append((one[0] / two[0], sum(one[1]) / max(two[1])) if one and two else None)
-    for label, measured in pairs.items():
-        name = f"2 / 1 workers at {n} articles{f' [{label}]' if label else ''}"
-        done = [(one, two) for one, two in measured if one.code == 0 and two.code == 0]
-        if not done:
-            print(f"{name}: no round succeeded")
-            continue
-        print(f"{name}, {len(done)} rounds (alternating order): wall "
-              f"{_listed([one.wall / two.wall for one, two in done])}; CPU-bound "
-              f"{_listed([cpu_bound(one, two) for one, two in done])}   (goal >= {SPEEDUP_GOAL}x)")
     done_bare = [b for b in bare if b]
     if done_bare:
         print(f"the machine's baseline in the same rounds, bare nlp.pipe (+ sentence rules) over the "
               f"same input's texts, 2 / 1 processes: wall {_listed([b[0] for b in done_bare])}; "
               f"CPU-bound {_listed([b[1] for b in done_bare])}", flush=True)
     for label, measured in pairs.items():
-        relative = [(one.wall / two.wall) / b[0] for (one, two), b in zip(measured, bare)
-                    if b and one.code == 0 and two.code == 0]
+        name = f"2 / 1 workers at {n} articles{f' [{label}]' if label else ''}"
+        done = [(one, two, b) for (one, two), b in zip(measured, bare) if one.code == 0 and two.code == 0]
+        if not done:
+            print(f"{name}: no round succeeded")
+            continue
+        print(f"{name}, {len(done)} rounds (alternating order): wall "
+              f"{_listed([one.wall / two.wall for one, two, _ in done])}; CPU-bound "
+              f"{_listed([cpu_bound(one, two) for one, two, _ in done])}   (goal >= {SPEEDUP_GOAL}x)")
+        relative = [(one.wall / two.wall) / b[0] for one, two, b in done if b]
         if relative:
-            print(f"pipeline / baseline speed-up, round by round{f' [{label}]' if label else ''}: "
+            print(f"  pipeline / baseline speed-up, round by round: "
                   f"{', '.join(f'{r:.2f}' for r in relative)}, median {statistics.median(relative):.2f}"
                   f"   (1.00: the pipeline gains from a second worker what bare spaCy gains from a "
                   f"second process)", flush=True)
