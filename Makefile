@@ -8,12 +8,23 @@ STAMP := $(VENV)/.installed-stamp
 WORDNET := $(VENV)/nltk_data/corpora/wordnet
 WORDNET_STAMP := $(WORDNET)/.installed-stamp
 WORDNET_DEBS := $(VENV)/wordnet-debs
+# Hugging Face `datasets`, the tests' independent reader of our releases, in a venv of its own:
+# it needs a newer dill and pyarrow than Beam 2.62 (the Beam pinned for Flink) allows.
+HF_VENV := .venv-hf
+HF_STAMP := $(HF_VENV)/.installed-stamp
+FLINK := services/flink/flink.sh
 # The venv's bin on PATH: Beam's external worker pool starts a bare `python`.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv demo test test-fast lint bench fidelity browser-deps screenshots clean
+.PHONY: venv demo test test-fast lint bench fidelity browser-deps screenshots clean \
+	flink-fetch flink-up flink-down flink-test
 
-venv: $(STAMP) $(WORDNET_STAMP)
+venv: $(STAMP) $(WORDNET_STAMP) $(HF_STAMP)
+
+$(HF_STAMP):
+	$(PYTHON) -m venv $(HF_VENV)
+	$(HF_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'datasets>=3.0'
+	touch $@
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +50,29 @@ $(WORDNET_STAMP): $(STAMP) data_specs/wordnet_lexnames
 demo: $(STAMP) $(WORDNET_STAMP)
 	$(VENV)/bin/csdata demo --output out/demo
 
-test: lint browser-deps
-	$(PY) -m pytest
+# The whole suite, then the Flink tests on a real cluster (which `flink-test` starts and stops).
+test: lint browser-deps $(HF_STAMP)
+	$(PY) -m pytest -m "not flink"
+	$(MAKE) flink-test
+
+# A real Flink 1.19 session cluster on loopback (services/flink): JobManager + 2 TaskManagers x
+# 2 slots, REST and web UI on localhost:8081. Flink and Beam's job server are fetched once into
+# ~/.cache/csdata (PyPI, Maven) and found offline after that.
+flink-fetch: $(STAMP)
+	PYTHON=$(CURDIR)/$(PY) $(FLINK) fetch
+
+flink-up: flink-fetch
+	PYTHON=$(CURDIR)/$(PY) $(FLINK) up
+
+flink-down:
+	PYTHON=$(CURDIR)/$(PY) $(FLINK) down
+
+# Every Beam pipeline on the cluster and in process, compared row by row; the cluster is stopped
+# whether the checks pass or not.
+flink-test: $(STAMP) $(WORDNET_STAMP) flink-fetch
+	PYTHON=$(CURDIR)/$(PY) $(FLINK) up
+	status=0; $(PY) -m pytest -m flink tests/flink || status=$$?; \
+	PYTHON=$(CURDIR)/$(PY) $(FLINK) down; exit $$status
 
 # Headless Chromium and its WebDriver for the browser tests (Debian packages; as root or via sudo).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -56,7 +88,7 @@ screenshots: $(STAMP) $(WORDNET_STAMP) browser-deps
 
 # Unit tests only (no end-to-end pipelines, no real models): under two minutes.
 test-fast: $(STAMP) $(WORDNET_STAMP) browser-deps
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow and not flink"
 
 lint: $(STAMP) $(WORDNET_STAMP)
 	$(VENV)/bin/ruff check .
@@ -74,4 +106,4 @@ fidelity: $(STAMP) $(WORDNET_STAMP)
 	$(PY) tests/fidelity_protoqa.py ../shared/samples/protoqa/dev.crowdsourced.jsonl
 
 clean:
-	rm -rf $(VENV) out
+	rm -rf $(VENV) $(HF_VENV) out

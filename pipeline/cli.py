@@ -30,12 +30,13 @@ from pipeline.runner import (
     mark_finished,
     staged,
 )
-from transforms.core.errors import UserError
+from transforms.core.errors import JobFailed, UserError
 from transforms.core.reporting import ENABLED_ENV as PROGRESS_ENV
 
 QUIET_FLAGS = {"-q", "--quiet"}
 EXIT_USER_ERROR = 2        # argparse's code for usage errors, used for every user error
 EXIT_ACCOUNTING = 3        # a stage's in != kept + rejected
+EXIT_JOB_FAILED = 1        # a job failed on a cluster (one line: its id and first worker error)
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as shells report Ctrl-C
 EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE, as shells report a closed pipe
 # Dataset entry modules, in the order of `csdata --help` and `csdata demo`. Each defines:
@@ -274,6 +275,11 @@ def _fail(error: BaseException, debug: bool) -> int:
         return _user_error(str(error), debug)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as error:
         return _user_error(f"{error.strerror}: {error.filename}" if error.filename else str(error), debug)
+    except JobFailed as error:
+        if debug:
+            traceback.print_exc()
+        print(f"csdata: error: {error}; previous output kept", file=sys.stderr)
+        return EXIT_JOB_FAILED
     except BrokenPipeError:
         # The reader went away: point stdout at /dev/null so the interpreter's final flush is quiet.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from fractions import Fraction
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
 import apache_beam as beam
@@ -368,10 +369,17 @@ class FilterRecord(beam.PTransform):
          | "WriteRejects" >> WriteTable(out, "rejects", shards, file_metadata=meta))
         tallies | "Summarize" >> Summarize(f"{out}/stages.json", [MACHINE_STAGE])
         return (fold_stats
-                | "SumPerFold" >> beam.CombinePerKey(lambda values: tuple(map(sum, zip(*values))))
+                | "SumPerFold" >> beam.CombinePerKey(exact_sums)
                 | "CollectFolds" >> beam.combiners.ToList()
-                | "WriteFolds" >> beam.Map(lambda stats: write_json(f"{out}/folds.json",
-                                                                    {"folds": sorted(stats)})))
+                | "WriteFolds" >> beam.Map(lambda stats: write_json(f"{out}/folds.json", {"folds": sorted(
+                    (fold, tuple(float(v) if isinstance(v, Fraction) else v for v in sums))
+                    for fold, sums in stats)})))
+
+
+def exact_sums(values: Iterable[tuple]) -> tuple:
+    """The column sums of `values`, floats summed exactly (as fractions): a float sum depends
+    on the order of its terms, which differs between runners and bundle splits."""
+    return tuple(sum(Fraction(v) if isinstance(v, float) else v for v in column) for column in zip(*values))
 
 
 def run_filter(spec: RecordSpec, run_dir: str, output: str, choice: Optional[str] = None,

@@ -20,7 +20,11 @@ if TYPE_CHECKING:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-DEFAULT_RUNNER = "FnApiRunner"
+# Beam's in-process runner by its full name (Beam 2.62 knows no short name for it).
+DEFAULT_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
+# Beam 2.62's default pickler is dill; csdata's steps are written for cloudpickle (Beam's default
+# from 2.65 on), which pickles functions and lambdas by value instead of by module reference.
+PICKLE_LIBRARY = "cloudpickle"
 STAGING_SUFFIX = ".csdata-staging"
 PREVIOUS_SUFFIX = ".csdata-previous"
 ACTIVE_STAGING: list[Path] = []   # staging directories of the runs in progress in this process
@@ -29,13 +33,18 @@ RUN_MARKERS = (RUN_MARKER, "summary.json", "run.json")   # a finished csdata run
 
 
 def beam_options(extra: Sequence[str]) -> PipelineOptions:
-    """PipelineOptions from the arguments csdata did not consume, with the offline runner default."""
+    """PipelineOptions from the arguments csdata did not consume, with the offline runner default
+    and, for a Flink cluster, csdata's defaults for it (`pipeline.flink`)."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    args = list(extra)
+    from pipeline.flink import cluster_args
+
+    args = [f"--runner={DEFAULT_RUNNER}" if a == "--runner=FnApiRunner" else a for a in extra]
     if not any(a == "--runner" or a.startswith("--runner=") for a in args):
         args.append(f"--runner={DEFAULT_RUNNER}")
-    return PipelineOptions(args)
+    if not any(a.startswith("--pickle_library") for a in args):
+        args.append(f"--pickle_library={PICKLE_LIBRARY}")
+    return PipelineOptions(cluster_args(args))
 
 
 def default_options() -> PipelineOptions:
@@ -107,8 +116,13 @@ def run_pipeline(pipeline: beam.Pipeline):
 
     The first run in a process first freezes what the process holds (`freeze_heap`): its
     modules, the spec and the graph stay for the run, and full collections skip them."""
+    from pipeline.flink import cluster_master, run_on_cluster
+
     bound_worker_heap()
     freeze_heap("run")
+    master = cluster_master(pipeline.options)
+    if master is not None:
+        return run_on_cluster(pipeline, master)
     result = pipeline.run()
     result.wait_until_finish()
     return result

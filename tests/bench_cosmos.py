@@ -82,7 +82,7 @@ def long_enough_stories(inputs: list[str], spec: CosmosSpec) -> list[Story]:
 def time_pipeline(inputs: list[str], spec: CosmosSpec) -> tuple[float, dict]:
     out = tempfile.mkdtemp(prefix="bench-cosmos-")
     start = time.perf_counter()
-    summary = run_paragraphs(spec, inputs, out, options=PipelineOptions(["--runner=FnApiRunner"]))
+    summary = run_paragraphs(spec, inputs, out, options=PipelineOptions(["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]))
     return time.perf_counter() - start, summary
 
 

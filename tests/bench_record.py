@@ -149,7 +149,7 @@ def timed(fn: Callable[[], object]) -> tuple[float, float, object]:
 
 def run_pipeline_once(inputs: list[str], spec: RecordSpec) -> str:
     out = tempfile.mkdtemp(prefix="bench-record-")
-    run_record(spec, inputs, out, options=PipelineOptions(["--runner=FnApiRunner"]))
+    run_record(spec, inputs, out, options=PipelineOptions(["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]))
     return out
 
 
@@ -360,7 +360,7 @@ def generate_command(input_dir: str, output: str, workers: int, extra: Sequence[
     """`csdata record generate` on `input_dir`, near duplicates off; `workers` 0 = in process;
     `extra`: more arguments (an `--arm`'s)."""
     command = [sys.executable, "-m", "pipeline.cli", "record", "generate", "--input", input_dir,
-               "--output", output, "--set", NEAR_OFF, "--runner=FnApiRunner"]
+               "--output", output, "--set", NEAR_OFF, "--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
     if workers:
         command += ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
     return [*command, *extra]
@@ -559,7 +559,7 @@ def bench_filter(run_dir: str, spec: RecordSpec, readers: list[str], cross_steps
                 "readers": readers_section.model_copy(update={"cross_encoder": cross})})})
         out = tempfile.mkdtemp(prefix=f"bench-filter-{reader}-")
         start = time.perf_counter()
-        summary = run_filter(reader_spec, run_dir, out, choice, options=PipelineOptions(["--runner=FnApiRunner"]))
+        summary = run_filter(reader_spec, run_dir, out, choice, options=PipelineOptions(["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]))
         seconds = time.perf_counter() - start
         note = f" ({cross_steps} steps/fold)" if reader == "cross-encoder" else ""
         print(f"  {reader + note:<34}{summary['in'] / seconds:9.1f} triples/s   answered "

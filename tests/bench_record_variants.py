@@ -40,7 +40,7 @@ TABLES = ("passages", "queries", "rejects")
 
 
 def options() -> PipelineOptions:
-    return PipelineOptions(["--runner=FnApiRunner"])
+    return PipelineOptions(["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"])
 
 
 def timed(run) -> tuple[float, float, str]:

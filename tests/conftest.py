@@ -1,10 +1,14 @@
 """Shared fixtures: an offline Beam test pipeline, the repo's sample corpus, and code run in a
-fresh interpreter."""
+fresh interpreter (ours, or the Hugging Face venv's)."""
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
@@ -20,9 +24,35 @@ def python_output(code: str) -> str:
     return result.stdout.strip()
 
 
+HF_PYTHON = ROOT / ".venv-hf" / "bin" / "python"
+
+
+def hf_datasets(code: str, **inputs: Any) -> Any:
+    """What Hugging Face `datasets` makes of our files, from its own venv (.venv-hf: Beam 2.62's pins
+    leave no room for it in ours).
+
+    `code` runs in `.venv-hf/bin/python`, in the repository, offline, with fresh, temporary HF
+    caches; the keyword `inputs` (JSON values) are its global names, and it sets `result` to a JSON
+    value, which is returned (convert on that side: `list(ds["id"])`, `features.to_dict()`).
+    """
+    if not HF_PYTHON.exists():
+        pytest.fail(f"{HF_PYTHON.relative_to(ROOT)} is missing: run `make venv` to create the venv "
+                    "that holds Hugging Face `datasets`", pytrace=False)
+    script = f"import json, sys\nglobals().update(json.load(sys.stdin))\n{code}\nprint(json.dumps(result))"
+    with tempfile.TemporaryDirectory(prefix="hf-home-") as home:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        env.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=home,
+                   HF_DATASETS_CACHE=str(Path(home) / "datasets"))
+        run = subprocess.run([str(HF_PYTHON), "-c", script], input=json.dumps(inputs), cwd=ROOT, env=env,
+                             capture_output=True, text=True)
+    if run.returncode != 0:
+        pytest.fail(f"`datasets` in {HF_PYTHON.relative_to(ROOT)} failed:\n{run.stderr[-4000:]}")
+    return json.loads(run.stdout.splitlines()[-1])
+
+
 def beam_test_pipeline() -> TestPipeline:
     """A TestPipeline on the in-process FnApiRunner (the DirectRunner would try Prism first)."""
-    return TestPipeline(runner="FnApiRunner")
+    return TestPipeline(runner="apache_beam.runners.portability.fn_api_runner.FnApiRunner")
 
 
 @pytest.fixture

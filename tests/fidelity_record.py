@@ -194,7 +194,7 @@ def main() -> None:
     # The samples repeat passages on purpose: no near-duplicate removal.
     spec = load_spec("record", [*args.overrides, "curation.near_duplicates.enabled=false"])
     run_record(spec, [os.path.join(work, "articles.jsonl")], os.path.join(work, "out"),
-               options=PipelineOptions(["--runner=FnApiRunner"]))
+               options=PipelineOptions(["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]))
     passages = {r["passage_id"]: r for r in read_table(os.path.join(work, "out"), "passages").to_pylist()}
     queries = read_table(os.path.join(work, "out"), "queries").to_pylist()
     rejects = read_table(os.path.join(work, "out"), "rejects").to_pylist()

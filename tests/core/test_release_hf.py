@@ -2,10 +2,12 @@
 
 The header is checked against the field rules of the Hub's dataset card specification
 (huggingface/hub-docs `datasetcard.md`: which keys, which types, the size categories), then read
-by `datasets` itself; a release is loaded offline with `datasets.load_dataset`.
+by `datasets` itself; a release is loaded offline with `datasets.load_dataset`. `datasets` runs in
+its own venv (`tests.conftest.hf_datasets`).
 """
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from data_specs import load_schema
+from tests.conftest import hf_datasets
 from transforms.core.release import (
     CARD,
     SIZE_CATEGORIES,
@@ -93,22 +96,29 @@ def header_problems(header: dict[str, Any]) -> list[str]:
 
 def check_with_datasets(header: dict[str, Any]) -> None:
     """`datasets` reads the header's configs and dataset_info as the Hub does."""
-    from datasets.info import DatasetInfosDict
-    from datasets.utils.metadata import MetadataConfigs
-    from huggingface_hub import DatasetCardData
+    configs, infos = hf_datasets("""
+from datasets.info import DatasetInfosDict
+from datasets.utils.metadata import MetadataConfigs
+from huggingface_hub import DatasetCardData
 
-    card_data = DatasetCardData(**header)
-    configs = MetadataConfigs.from_dataset_card_data(card_data)
-    infos = DatasetInfosDict.from_dataset_card_data(card_data)
+card_data = DatasetCardData(**header)
+result = [list(MetadataConfigs.from_dataset_card_data(card_data)),
+          list(DatasetInfosDict.from_dataset_card_data(card_data))]
+""", header=header)
     assert set(configs) == set(infos) == {c["config_name"] for c in header["configs"]}
 
 
-def offline(monkeypatch, tmp_path: Path) -> Path:
-    """`datasets` without network, with its caches under tmp_path."""
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    return tmp_path / "hf-cache"
+def schema_b64(schema: pa.Schema) -> str:
+    """An Arrow schema as text for `hf_datasets` (read there by `arrow_schema`)."""
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+# `hf_datasets` code: the pyarrow schema of the input `schema` (from `schema_b64`).
+ARROW_SCHEMA = """
+import base64
+import pyarrow as pa
+arrow_schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(schema)))
+"""
 
 
 def test_size_categories_follow_the_hub_buckets():
@@ -131,10 +141,12 @@ def test_features_in_the_yaml_form_of_datasets():
 @pytest.mark.parametrize("dataset, table", [("record", "release_passages"), ("record", "release_queries"),
                                             ("cosmos", "release"), ("protoqa", "release")])
 def test_datasets_reads_the_features_as_the_schema(dataset, table):
-    from datasets import Features
-
     schema = load_schema(dataset, table)
-    assert Features._from_yaml_list(hf_features(schema)) == Features.from_arrow_schema(schema)
+    from_yaml, from_arrow = hf_datasets(ARROW_SCHEMA + """
+from datasets import Features
+result = [Features._from_yaml_list(yaml).to_dict(), Features.from_arrow_schema(arrow_schema).to_dict()]
+""", yaml=hf_features(schema), schema=schema_b64(schema))
+    assert from_yaml == from_arrow
 
 
 def test_spec_differences_list_each_changed_value():
@@ -193,16 +205,20 @@ def test_header_rules_catch_mistakes():
         "configs must be a non-empty list"]
 
 
-def test_load_dataset_gives_the_splits_and_features(tmp_path, monkeypatch):
-    from datasets import Features, load_dataset
-
-    cache = offline(monkeypatch, tmp_path)
+def test_load_dataset_gives_the_splits_and_features(tmp_path):
     write_release(tmp_path / "rel", tiny_release())
-    loaded = load_dataset(str(tmp_path / "rel"), cache_dir=str(cache))
-    assert list(loaded) == ["train", "validation", "test"]
-    assert [loaded[s].num_rows for s in loaded] == [2, 1, 1]
-    assert loaded["train"].features == Features.from_arrow_schema(load_schema("cosmos", "release"))
-    assert loaded["test"][0]["label"] == -1 and loaded["train"]["id"] == ["h##a##w##b##q1_a1", "x2"]
+    loaded = hf_datasets(ARROW_SCHEMA + """
+from datasets import Features, load_dataset
+loaded = load_dataset(release)
+result = {"splits": list(loaded), "num_rows": [loaded[s].num_rows for s in loaded],
+          "features": loaded["train"].features.to_dict(),
+          "schema_features": Features.from_arrow_schema(arrow_schema).to_dict(),
+          "test_label": loaded["test"][0]["label"], "train_ids": list(loaded["train"]["id"])}
+""", release=str(tmp_path / "rel"), schema=schema_b64(load_schema("cosmos", "release")))
+    assert loaded["splits"] == ["train", "validation", "test"]
+    assert loaded["num_rows"] == [2, 1, 1]
+    assert loaded["features"] == loaded["schema_features"]
+    assert loaded["test_label"] == -1 and loaded["train_ids"] == ["h##a##w##b##q1_a1", "x2"]
 
 
 def test_provenance_chain_puts_the_steps_of_the_runs_read_first():

@@ -30,7 +30,8 @@ def test_a_threshold_the_user_set_is_kept(monkeypatch):
 def test_a_multi_processing_worker_inherits_the_threshold(monkeypatch):
     monkeypatch.delenv(MALLOC_ENV, raising=False)
     pipeline = beam.Pipeline(options=PipelineOptions(
-        ["--runner=FnApiRunner", "--direct_running_mode=multi_processing", "--direct_num_workers=1"]))
+        ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner", "--direct_running_mode=multi_processing",
+         "--direct_num_workers=1", "--pickle_library=cloudpickle"]))
     driver, name = os.getpid(), MALLOC_ENV
     # A lambda, pickled by value: the worker cannot import this test module.
     seen = pipeline | beam.Create([0]) | beam.Map(

@@ -53,8 +53,8 @@ def test_the_plugin_is_added_once_after_the_users_own():
 @pytest.mark.slow
 def test_a_multi_processing_worker_gets_the_options_and_imports_it_and_the_driver_does_not():
     pipeline = new_pipeline(PipelineOptions(
-        ["--runner=FnApiRunner", "--direct_running_mode=multi_processing", "--direct_num_workers=1",
-         "--experiments=csdata_probe"]))
+        ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner", "--direct_running_mode=multi_processing", "--direct_num_workers=1",
+         "--experiments=csdata_probe", "--pickle_library=cloudpickle"]))
     driver = os.getpid()
 
     def seen(_):   # a closure, pickled by value: the worker cannot import this test module

@@ -297,4 +297,4 @@ def test_cli_round_trip(tmp_path, simulated):
     text = cosmos.stats(qa)
     assert "unanswerable questions %" in text and "6.7" in text
     with pytest.raises(SystemExit):
-        main(["cosmos", "export", str(qa), "--output", str(tmp_path / "r2"), "--runner=FnApiRunner"])
+        main(["cosmos", "export", str(qa), "--output", str(tmp_path / "r2"), "--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"])

@@ -8,7 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from pipeline.cli import main
-from tests.core.test_release_hf import check_with_datasets, header_problems, offline
+from tests.conftest import hf_datasets
+from tests.core.test_release_hf import check_with_datasets, header_problems
 from tests.cosmos.test_cosmos_crowd import judgement, question_row, write_csv, write_paragraphs
 from transforms.core.release import CARD, read_card_header
 
@@ -63,16 +64,18 @@ def test_a_paragraphs_run_is_refused(tmp_path, capsys):
     assert "cosmos hits import" in capsys.readouterr().err
 
 
-def test_load_dataset_and_reproduce(tmp_path, monkeypatch, capsys):
-    from datasets import load_dataset
-
-    cache = offline(monkeypatch, tmp_path)
+def test_load_dataset_and_reproduce(tmp_path, capsys):
     release = tmp_path / "release"
     assert main(["cosmos", "release", str(qa_run(tmp_path)), "--output", str(release)]) == 0
-    loaded = load_dataset(str(release), cache_dir=str(cache))
-    assert list(loaded) == ["train", "validation", "test"]
-    assert list(loaded["train"].features) == COLUMNS
-    assert loaded["train"].features["label"].dtype == "int32"
+    loaded = hf_datasets("""
+from datasets import load_dataset
+loaded = load_dataset(release)
+result = {"splits": list(loaded), "features": list(loaded["train"].features),
+          "label_dtype": loaded["train"].features["label"].dtype}
+""", release=str(release))
+    assert loaded["splits"] == ["train", "validation", "test"]
+    assert loaded["features"] == COLUMNS
+    assert loaded["label_dtype"] == "int32"
     capsys.readouterr()
     assert main(["-q", "cosmos", "reproduce", str(release), "--output", str(tmp_path / "new")]) == 0
     out = capsys.readouterr().out

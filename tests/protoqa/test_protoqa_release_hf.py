@@ -8,7 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from pipeline.cli import main
-from tests.core.test_release_hf import check_with_datasets, header_problems, offline
+from tests.conftest import hf_datasets
+from tests.core.test_release_hf import check_with_datasets, header_problems
 from transforms.core.release import CARD, read_card_header
 from transforms.protoqa.release import hf_row
 
@@ -56,15 +57,17 @@ def test_release_writes_the_jsonl_and_the_hub_layout(tmp_path):
     assert "coverage" in card and "Every spec value is the paper's default." in card
 
 
-def test_load_dataset_and_reproduce(tmp_path, monkeypatch, capsys):
-    from datasets import load_dataset
-
-    cache = offline(monkeypatch, tmp_path)
+def test_load_dataset_and_reproduce(tmp_path, capsys):
     out = release(tmp_path)
-    loaded = load_dataset(str(out), cache_dir=str(cache))
-    assert list(loaded) == ["validation", "test"]
-    assert loaded["validation"].num_rows + loaded["test"].num_rows == 2
-    assert list(loaded["test"].features) == ["metadata", "question", "answers", "num"]
+    loaded = hf_datasets("""
+from datasets import load_dataset
+loaded = load_dataset(release)
+result = {"splits": list(loaded), "num_rows": {s: loaded[s].num_rows for s in loaded},
+          "test_features": list(loaded["test"].features)}
+""", release=str(out))
+    assert loaded["splits"] == ["validation", "test"]
+    assert loaded["num_rows"]["validation"] + loaded["num_rows"]["test"] == 2
+    assert loaded["test_features"] == ["metadata", "question", "answers", "num"]
     capsys.readouterr()
     assert main(["protoqa", "reproduce", str(out), "--output", str(tmp_path / "new")]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from pipeline.cli import main
-from tests.core.test_release_hf import check_with_datasets, header_problems, offline
+from tests.conftest import hf_datasets
+from tests.core.test_release_hf import check_with_datasets, header_problems
 from transforms.core.io import write_json, write_rows
 from transforms.core.release import CARD, read_card_header
 
@@ -116,20 +117,21 @@ def test_release_of_a_validated_run_uses_its_splits(tmp_path):
     assert rows(release / "queries" / "test-*.parquet") == []
 
 
-def test_load_dataset_passages_and_queries(tmp_path, monkeypatch):
-    from datasets import load_dataset
-
-    cache = offline(monkeypatch, tmp_path)
+def test_load_dataset_passages_and_queries(tmp_path):
     release = tmp_path / "release"
     assert main(["record", "release", str(hand_run(tmp_path / "run")), "--output", str(release)]) == 0
-    passages = load_dataset(str(release), cache_dir=str(cache))
-    assert list(passages) == ["train", "validation"]
-    assert passages["train"][0]["qas"][1]["answers"] == [{"start": 0, "end": 8, "text": "Ana Silva"}]
-    assert list(passages["train"].features) == ["id", "source", "passage", "qas"]
-    queries = load_dataset(str(release), "queries", cache_dir=str(cache))
-    assert {s: queries[s].num_rows for s in queries} == {"train": 2, "validation": 1}
-    assert list(queries["train"].features) == ["id", "passage_id", "source", "passage", "query",
-                                               "entities", "answers"]
+    passages, queries = hf_datasets("""
+from datasets import load_dataset
+passages, queries = load_dataset(release), load_dataset(release, "queries")
+result = [{"splits": list(passages), "answers": passages["train"][0]["qas"][1]["answers"],
+           "features": list(passages["train"].features)},
+          {"num_rows": {s: queries[s].num_rows for s in queries}, "features": list(queries["train"].features)}]
+""", release=str(release))
+    assert passages["splits"] == ["train", "validation"]
+    assert passages["answers"] == [{"start": 0, "end": 8, "text": "Ana Silva"}]
+    assert passages["features"] == ["id", "source", "passage", "qas"]
+    assert queries["num_rows"] == {"train": 2, "validation": 1}
+    assert queries["features"] == ["id", "passage_id", "source", "passage", "query", "entities", "answers"]
 
 
 def test_reproduce_needs_recorded_provenance(tmp_path, capsys):

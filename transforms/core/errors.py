@@ -6,3 +6,8 @@ from __future__ import annotations
 
 class UserError(Exception):
     """A problem the user can fix; its message is one line saying what and how."""
+
+
+class JobFailed(Exception):
+    """A job that failed on a cluster: the CLI prints its one line (the job and the first worker
+    error, the full report being in the cluster's logs) and exits 1."""

@@ -46,12 +46,13 @@ class _ProgressFn(beam.DoFn):
     def __init__(self, group: str, steps: Sequence[Step], enabled: bool, interval: float,
                  count: Optional[Callable[[Any], int]], origin: tuple[str, int]):
         self._group, self._steps, self._step = group, tuple(steps), tuple(steps)[-1]
+        self.step: Step = self._step
         self._enabled, self._interval, self._count, self._origin = enabled, interval, count, origin
         self._reporter: Optional[Reporter] = None
 
     def setup(self) -> None:
         unit, label = self._step
-        self._counter = Metrics.counter(NAMESPACE, f"progress.{unit}.{label}")
+        self._counter = Metrics.counter(NAMESPACE, counter_name((unit, label)))
         self._pending = 0
         if self._enabled:
             self._reporter = reporter_for(self._group, self._steps, self._interval, self._origin)
@@ -82,6 +83,29 @@ class _ProgressFn(beam.DoFn):
     def teardown(self) -> None:
         if self._reporter is not None:
             self._reporter.finish()
+
+
+def counter_name(step: Step) -> str:
+    """The Beam counter (namespace `NAMESPACE`) a step bumps once per bundle."""
+    unit, label = step
+    return f"progress.{unit}.{label}"
+
+
+def progress_steps(pipeline: beam.Pipeline) -> list[Step]:
+    """The `Progress` steps of `pipeline` in the order they were applied (a step applied twice
+    once): what a driver shows for a runner whose workers' stderr it cannot see."""
+    steps: list[Step] = []
+
+    class _Visitor(beam.pipeline.PipelineVisitor):
+        def visit_transform(self, node) -> None:
+            if not isinstance(node.transform, beam.ParDo):
+                return
+            fn = node.transform.fn
+            if isinstance(fn, _ProgressFn) and fn.step not in steps:
+                steps.append(fn.step)
+
+    pipeline.visit(_Visitor())
+    return steps
 
 
 class Progress(beam.PTransform):

@@ -123,10 +123,11 @@ class WriteBundlesFn(beam.DoFn):
     def start_bundle(self) -> None:
         self._writer = None
 
-    def process(self, row: Any) -> None:
+    def process(self, row: Any) -> tuple[()]:
         if self._writer is None:
             self._writer = ShardWriter(_temp_path(self._temp_dir), self._schema)
         self._writer.write(row if self._row_of is None else self._row_of(row))
+        return ()   # the shard's path comes at the bundle's end (Beam warns of a process without return)
 
     def finish_bundle(self) -> Iterator[Any]:
         if self._writer is not None:

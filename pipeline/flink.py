@@ -1,0 +1,340 @@
+"""Running csdata's pipelines on a Flink cluster: `--runner=FlinkRunner --flink_master=HOST:PORT`
+is all a user adds, and csdata fills in what Beam's defaults get wrong without Docker.
+
+- The SDK harness: `--environment_type=PROCESS` with `csdata-sdk-worker` (`pipeline.worker_boot`,
+  installed with csdata beside this Python) as the boot command, so each TaskManager starts its
+  own Python workers. Beam's default asks for Docker; LOOPBACK would run all Python work in the
+  submitting process.
+- Beam's Flink job server: the class path that `make flink-fetch` (services/flink) caches, as
+  `--flink_job_server_jar`. Beam would download a shaded jar, which fails offline.
+- `--parallelism`: the cluster's free slots (Flink's own default is 1 in PyPI's config).
+- `--experiments=pre_optimize=all`: the graph is fused by Beam's Python SDK, not by the job
+  server (whose fuser fails on a Flatten of a Flatten).
+- `--job_name`: a unique `csdata-...`, by which the driver finds its job on the cluster.
+
+Whatever the user passes wins. The cluster's REST API (the `--flink_master` address) answers
+the slot count before any work starts, and the job's progress and outcome while it runs.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from transforms.core.errors import UserError
+
+FLINK_RUNNER_NAMES = frozenset({"flinkrunner", "apache_beam.runners.portability.flink_runner.flinkrunner"})
+EMBEDDED_MASTERS = frozenset({"[local]", "[auto]", "[collection]"})
+BOOT_COMMAND = "csdata-sdk-worker"
+# Keep equal to `beam.version` in services/flink/job-server/pom.xml and the apache-beam pin.
+BEAM_VERSION = "2.62.0"
+REST_TIMEOUT = 5.0
+
+
+def cache_dir() -> Path:
+    """`$CSDATA_CACHE_DIR`, else `$XDG_CACHE_HOME/csdata`, else `~/.cache/csdata`."""
+    if os.environ.get("CSDATA_CACHE_DIR"):
+        return Path(os.environ["CSDATA_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "csdata"
+
+
+def job_server_jar() -> Path:
+    """Where `services/flink/flink.sh fetch` puts the job server's launcher jar."""
+    return cache_dir() / f"beam-flink-job-server-{BEAM_VERSION}" / "job-server.jar"
+
+
+def option_value(args: Sequence[str], name: str) -> Optional[str]:
+    """The last value of `--name` in `args` (`--name=V` or `--name V`), else None."""
+    value = None
+    flag = f"--{name}"
+    for i, arg in enumerate(args):
+        if arg.startswith(flag + "="):
+            value = arg[len(flag) + 1:]
+        elif arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+    return value
+
+
+def flink_master(args: Sequence[str]) -> Optional[str]:
+    """The `--flink_master` of a FlinkRunner run on a real cluster, else None."""
+    runner = option_value(args, "runner")
+    if runner is None or runner.lower() not in FLINK_RUNNER_NAMES:
+        return None
+    master = option_value(args, "flink_master")
+    if master is None or master in EMBEDDED_MASTERS:
+        return None
+    return master
+
+
+def cluster_master(options: Any) -> Optional[str]:
+    """The Flink cluster a pipeline's options run it on (as `flink_master`), else None."""
+    from apache_beam.options.pipeline_options import FlinkRunnerOptions, StandardOptions
+
+    runner = options.view_as(StandardOptions).runner
+    master = options.view_as(FlinkRunnerOptions).flink_master
+    if not isinstance(runner, str) or runner.lower() not in FLINK_RUNNER_NAMES:
+        return None
+    return None if master is None or master in EMBEDDED_MASTERS else master
+
+
+def rest_url(master: str) -> str:
+    """The REST base URL of a `--flink_master` value (`host:port` or `http://host:port`)."""
+    return master.rstrip("/") if "://" in master else f"http://{master.rstrip('/')}"
+
+
+def rest_get(master: str, path: str, timeout: float = REST_TIMEOUT) -> Any:
+    """GET a path of the cluster's REST API, as JSON."""
+    with urllib.request.urlopen(f"{rest_url(master)}{path}", timeout=timeout) as response:
+        return json.load(response)
+
+
+def free_slots(master: str) -> int:
+    """The cluster's free task slots; a one-line UserError when its REST API does not answer."""
+    try:
+        overview = rest_get(master, "/overview")
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        raise UserError(f"--flink_master {master}: no Flink REST API answers there ({reason}); "
+                        "start a cluster (make flink-up) or fix the address") from None
+    slots = int(overview.get("slots-available", 0))
+    if slots < 1:
+        raise UserError(f"--flink_master {master}: the cluster has no free task slot "
+                        f"({overview.get('taskmanagers', 0)} TaskManagers, "
+                        f"{overview.get('slots-total', 0)} slots)")
+    return slots
+
+
+def boot_command() -> Path:
+    """`csdata-sdk-worker` beside this Python (the same path on every node of a cluster whose
+    nodes install csdata alike)."""
+    return Path(sys.executable).parent / BOOT_COMMAND
+
+
+def cluster_args(args: Sequence[str]) -> list[str]:
+    """`args` with csdata's FlinkRunner defaults added where the user gave none (see the
+    module docstring); unchanged for every other runner."""
+    master = flink_master(args)
+    if master is None:
+        return list(args)
+    added = []
+    if option_value(args, "environment_type") is None:
+        added.append("--environment_type=PROCESS")
+        named = option_value(args, "environment_config") is not None or any(
+            a.startswith("--environment_options=process_command=") for a in args)
+        if not named:
+            boot = boot_command()
+            if not boot.is_file():
+                raise UserError(f"{boot} is missing: install csdata into this Python (pip install "
+                                "csdata), or pass --environment_type and its command")
+            added.append(f"--environment_options=process_command={boot}")
+    if option_value(args, "flink_job_server_jar") is None:
+        jar = job_server_jar()
+        if not jar.is_file():
+            raise UserError(f"Beam's Flink job server is not in {jar.parent}: run `make flink-fetch` "
+                            "once (it needs Maven), or pass --flink_job_server_jar")
+        added.append(f"--flink_job_server_jar={jar}")
+    if option_value(args, "parallelism") is None:
+        added.append(f"--parallelism={free_slots(master)}")
+    if not any(a.startswith("--experiments=pre_optimize=") for a in args):
+        # Fuse on the Python side: the job server's own fuser rejects a Flatten that reads
+        # another Flatten's output ("PCollectionNodes ... were consumed but never produced"),
+        # which csdata's summaries do (the stage tallies flattened, then with a start marker).
+        added.append("--experiments=pre_optimize=all")
+    if option_value(args, "job_name") is None:   # how the driver finds its job on the cluster
+        added.append(f"--job_name=csdata-{uuid.uuid4().hex[:12]}")
+    return [*args, *added]
+
+
+# ---- a running job: its id, progress and outcome, from the cluster's REST API -----------------
+
+USER_COUNTER_URN = "beam:metric:user:sum_int64:v1"
+POLL_SECONDS = 1.0
+
+
+def decode_varint(data: bytes) -> int:
+    """A protobuf varint (Beam's encoding of a sum_int64 metric payload)."""
+    value = shift = 0
+    for byte in data:
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            break
+        shift += 7
+    return value
+
+
+def user_counters(accumulators: Any, namespace: str) -> dict[str, int]:
+    """The job's Beam counters in `namespace` (summed over steps) from `/jobs/ID/accumulators`:
+    Beam's Flink runner reports them as the MonitoringInfos of its `__metricscontainers`
+    accumulator, which the TaskManagers update with each heartbeat while the job runs."""
+    import base64
+
+    totals: dict[str, int] = {}
+    for accumulator in accumulators.get("user-task-accumulators", []):
+        if accumulator.get("name") != "__metricscontainers":
+            continue
+        for info in json.loads(accumulator["value"]).get("metrics", {}).get("attempted", []):
+            labels = info.get("labels", {})
+            if info.get("urn") != USER_COUNTER_URN or labels.get("NAMESPACE") != namespace:
+                continue
+            name = labels["NAME"]
+            totals[name] = totals.get(name, 0) + decode_varint(base64.b64decode(info.get("payload", "")))
+    return totals
+
+
+def find_job(master: str, job_name: str) -> Optional[str]:
+    """The id of the newest Flink job named `job_name`, if the cluster has one."""
+    jobs = [j for j in rest_get(master, "/jobs/overview").get("jobs", []) if j.get("name") == job_name]
+    return max(jobs, key=lambda j: j.get("start-time", 0))["jid"] if jobs else None
+
+
+def web_ui_link(master: str, job_id: str, running: bool = True) -> str:
+    """The job's page in Flink's web UI (running and completed jobs have different routes)."""
+    return f"{rest_url(master)}/#/job/{'running' if running else 'completed'}/{job_id}/overview"
+
+
+def first_worker_error(master: str, job_id: str, tries: int = 5) -> str:
+    """What went wrong in a failed job, in one line: the Python error a worker raised, else the
+    root cause of the job's first exception (the cluster may take a moment to report it)."""
+    import time
+
+    for attempt in range(tries):
+        try:
+            report = rest_get(master, f"/jobs/{job_id}/exceptions")
+        except (OSError, ValueError):
+            report = {}
+        texts = [report.get("root-exception") or ""]
+        texts += [e.get("exception", "") for e in report.get("exceptionHistory", {}).get("entries", [])]
+        for text in texts:
+            if text.strip():
+                return root_cause(text)
+        if attempt + 1 < tries:
+            time.sleep(1.0)
+    return ""
+
+
+def root_cause(text: str) -> str:
+    """The line of a Java exception's text that says what went wrong: the last line of a Python
+    traceback inside it, else its innermost `Caused by:`, else its first line."""
+    python_error = python_error_line(text)
+    if python_error:
+        return python_error
+    causes = [line[len("Caused by: "):] for line in text.splitlines() if line.startswith("Caused by: ")]
+    return (causes[-1] if causes else text.strip().splitlines()[0]).strip()
+
+
+def python_error_line(text: str) -> str:
+    """`ValueError: ...`: the last line of the first Python traceback in a Java exception's text."""
+    marker = "Traceback (most recent call last):"
+    if marker not in text:
+        return ""
+    lines = text.split(marker, 1)[1].splitlines()
+    for line in lines[1:]:
+        if line and not line.startswith((" ", "\t")):
+            return line.strip()
+    return ""
+
+
+class JobMonitor:
+    """While a job runs on the cluster: prints its id and web UI link once, then the progress
+    line from the job's counters (`transforms.core.progress` steps), as a local run does."""
+
+    def __init__(self, master: str, job_name: str, steps: Sequence[Any], enabled: bool = True,
+                 interval: Optional[float] = None):
+        import threading
+
+        from transforms.core.reporting import Reporter, default_interval
+
+        self.master, self.job_name, self.job_id = master, job_name, None
+        self._steps, self._enabled = list(steps), enabled
+        self._reporter = Reporter(self._steps, default_interval() if interval is None else interval)
+        self._tallies = {step: self._reporter.tally(step) for step in self._steps}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="csdata-flink-monitor", daemon=True)
+
+    def __enter__(self) -> JobMonitor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2 * REST_TIMEOUT)
+        if exc[0] is None and self.job_id is not None:
+            self._update()
+            if self._enabled:
+                self._reporter.finish()
+
+    def _run(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                if self.job_id is None:
+                    self.job_id = find_job(self.master, self.job_name)
+                    if self.job_id is not None:
+                        print(f"csdata: Flink job {self.job_id} · {web_ui_link(self.master, self.job_id)}",
+                              file=sys.stderr, flush=True)
+                    continue
+                self._update()
+                if self._enabled and any(t.n for t in self._tallies.values()):
+                    self._reporter.report()
+            except (OSError, ValueError, KeyError):
+                continue   # the REST API is busy or restarting: the next poll tries again
+
+    def _update(self) -> None:
+        from transforms.core.accounting import NAMESPACE
+        from transforms.core.progress import counter_name
+
+        if self.job_id is None:
+            return
+        counters = user_counters(rest_get(self.master, f"/jobs/{self.job_id}/accumulators"), NAMESPACE)
+        for step, tally in self._tallies.items():
+            tally.n = counters.get(counter_name(step), tally.n)
+
+
+def run_on_cluster(pipeline: Any, master: str) -> Any:
+    """Run `pipeline` on the Flink cluster at `master` to the end, with `JobMonitor` showing it;
+    a failed job raises `JobFailed` with its id and first worker error."""
+    from apache_beam.options.pipeline_options import GoogleCloudOptions
+
+    from transforms.core.errors import JobFailed
+    from transforms.core.progress import progress_steps
+    from transforms.core.reporting import enabled_by_env
+
+    job_name = pipeline.options.view_as(GoogleCloudOptions).job_name
+    job_errors = JobErrors()
+    root = logging.getLogger()
+    root.addFilter(job_errors)
+    try:
+        with JobMonitor(master, job_name, progress_steps(pipeline), enabled=enabled_by_env()) as monitor:
+            result = pipeline.run()
+            try:
+                result.wait_until_finish()
+            except RuntimeError as error:
+                job_id = monitor.job_id or find_job(master, job_name)
+                if job_id is None:
+                    raise
+                cause = first_worker_error(master, job_id) or (job_errors.messages or [str(error)])[0]
+                raise JobFailed(f"Flink job {job_id} failed: {root_cause(cause)} "
+                                f"(logs: {web_ui_link(master, job_id, running=False)})") from None
+    finally:
+        root.removeFilter(job_errors)
+    return result
+
+
+class JobErrors(logging.Filter):
+    """Holds back the error messages Beam's portable runner logs (on the root logger) as a job
+    fails, so that the failure is the one line `run_on_cluster` prints; keeps them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and record.pathname.endswith("portable_runner.py"):
+            self.messages.append(record.getMessage())
+            return False
+        return True

@@ -1,0 +1,130 @@
+"""`csdata-sdk-worker`: the boot command of a Python SDK worker that a Flink TaskManager starts.
+
+With `--environment_type=PROCESS`, Beam's Java runner starts one command per worker with
+`--id`, `--provision_endpoint`, `--artifact_endpoint`, `--logging_endpoint` and
+`--control_endpoint`. Beam's own such command is the Go `boot` program of its SDK container
+image, which the PyPI wheel lacks; this module does what it does for an installed SDK: asks the
+provision service for the job's pipeline options and endpoints, fetches the job's staged files
+(the pickled main session, extra packages), installs the staged packages, and starts Beam's
+`sdk_worker_main` in the same Python with them. `csdata`'s installation on every node provides
+the rest (Beam, spaCy and its model, the `pipeline.worker` plugin the options name).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+LOG = logging.getLogger("csdata.worker_boot")
+STAGING_ROLE = "beam:artifact:role:staging_to:v1"
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="csdata-sdk-worker", description=__doc__.splitlines()[0])
+    parser.add_argument("--id", default="", help="the worker id the runner gave")
+    parser.add_argument("--provision_endpoint", required=True)
+    parser.add_argument("--artifact_endpoint", default="")
+    parser.add_argument("--logging_endpoint", default="")
+    parser.add_argument("--control_endpoint", default="")
+    parser.add_argument("--semi_persist_dir", default="",
+                        help="where staged files go (default: a new temporary directory)")
+    args, _ = parser.parse_known_args(list(argv))
+    return args
+
+
+def staged_name(artifact) -> str:
+    """The file name a staged artifact is to have (its staging-role payload), or ''."""
+    from apache_beam.portability.api import beam_runner_api_pb2
+
+    if artifact.role_urn != STAGING_ROLE:
+        return ""
+    payload = beam_runner_api_pb2.ArtifactStagingToRolePayload.FromString(artifact.role_payload)
+    return os.path.basename(payload.staged_name)
+
+
+def fetch_artifacts(endpoint: str, worker_id: str, dependencies, target: Path) -> list[Path]:
+    """Write the job's staged files into `target`; returns their paths."""
+    import grpc
+    from apache_beam.portability.api import beam_artifact_api_pb2, beam_artifact_api_pb2_grpc
+
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    with grpc.insecure_channel(endpoint) as channel:
+        stub = beam_artifact_api_pb2_grpc.ArtifactRetrievalServiceStub(channel)
+        for artifact in dependencies:
+            name = staged_name(artifact)
+            if not name:
+                continue
+            request = beam_artifact_api_pb2.GetArtifactRequest(artifact=artifact)
+            path = target / name
+            with open(path, "wb") as out:
+                for chunk in stub.GetArtifact(request, metadata=[("worker_id", worker_id)]):
+                    out.write(chunk.data)
+            written.append(path)
+    return written
+
+
+def install_staged(staged: Path) -> None:
+    """pip-install what the job staged for its workers (`--requirements_file`,
+    `--extra_package`), from the staged files alone, as Beam's container boot does."""
+    extra = staged / "extra_packages.txt"
+    packages = [str(staged / line.strip()) for line in extra.read_text().splitlines()
+                if line.strip()] if extra.is_file() else []
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+           "--no-index", f"--find-links={staged}"]
+    if (staged / "requirements.txt").is_file():
+        subprocess.run([*pip, "-r", str(staged / "requirements.txt")], check=True)
+    if packages:
+        subprocess.run([*pip, *packages], check=True)
+
+
+def descriptor(url: str) -> str:
+    """An ApiServiceDescriptor in the text form Beam's worker reads from its environment."""
+    return f'url: "{url}"'
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Boot one SDK worker (see the module docstring); replaces this process with it."""
+    import grpc
+    from apache_beam.portability.api import beam_provision_api_pb2, beam_provision_api_pb2_grpc
+    from google.protobuf import json_format
+
+    logging.basicConfig(level=logging.INFO, format="csdata-sdk-worker %(levelname)s %(message)s")
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    with grpc.insecure_channel(args.provision_endpoint) as channel:
+        stub = beam_provision_api_pb2_grpc.ProvisionServiceStub(channel)
+        info = stub.GetProvisionInfo(beam_provision_api_pb2.GetProvisionInfoRequest(),
+                                     metadata=[("worker_id", args.id)]).info
+    semi = Path(args.semi_persist_dir or tempfile.mkdtemp(prefix="csdata-sdk-worker-"))
+    staged = semi / "staged"
+    if args.artifact_endpoint and info.dependencies:
+        files = fetch_artifacts(args.artifact_endpoint, args.id, info.dependencies, staged)
+        LOG.info("worker %s: %d staged files in %s", args.id, len(files), staged)
+        install_staged(staged)
+    logging_url = info.logging_endpoint.url or args.logging_endpoint
+    control_url = info.control_endpoint.url or args.control_endpoint
+    env = dict(os.environ)
+    env.update({
+        "WORKER_ID": args.id,
+        "PIPELINE_OPTIONS": json_format.MessageToJson(info.pipeline_options),
+        "SEMI_PERSISTENT_DIRECTORY": str(semi),
+        "CONTROL_API_SERVICE_DESCRIPTOR": descriptor(control_url),
+        "RUNNER_CAPABILITIES": " ".join(info.runner_capabilities),
+    })
+    if logging_url:
+        env["LOGGING_API_SERVICE_DESCRIPTOR"] = descriptor(logging_url)
+    if info.status_endpoint.url:
+        env["STATUS_API_SERVICE_DESCRIPTOR"] = descriptor(info.status_endpoint.url)
+    LOG.info("worker %s: starting Beam's SDK worker (%s)", args.id,
+             json.dumps({"control": control_url, "python": sys.executable}))
+    os.execve(sys.executable, [sys.executable, "-m", "apache_beam.runners.worker.sdk_worker_main"], env)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""Every Beam pipeline on a real Flink cluster writes the rows of the in-process runner.
+
+Needs the cluster of `make flink-test` (services/flink: a JobManager on localhost:8081 and two
+TaskManagers with two slots each); `make flink-test` starts it, runs this module and stops it.
+Each command runs twice on the same small inputs of the repo, in process and with only
+`--runner=FlinkRunner --flink_master=...` added; every Parquet table (rejects included, rows
+sorted) and `summary.json` must be equal. Each job is then checked through Flink's REST API: its
+SDK harness was `PROCESS` (not LOOPBACK, which would run all Python work in this process), and
+both TaskManagers read records in the job's Python stages.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.cli import main
+from pipeline.flink import rest_get
+from tests.conftest import INPUTS, URL_LISTS
+
+pytestmark = [pytest.mark.flink, pytest.mark.slow]
+
+MASTER = os.environ.get("CSDATA_FLINK_MASTER", "localhost:8081")
+FLINK = ["--runner=FlinkRunner", f"--flink_master={MASTER}"]
+TESTS = Path(__file__).resolve().parents[1]
+RECORD_INPUTS = [a for path in INPUTS for a in ("--input", path)]
+RECORD_URLS = [a for path in URL_LISTS for a in ("--url-list", path)]
+COSMOS = TESTS / "data" / "cosmos"
+PROTOQA = TESTS / "data" / "protoqa"
+JOB_LINE = re.compile(r"^csdata: Flink job ([0-9a-f]{32}) ", re.M)
+
+
+@pytest.fixture(scope="module")
+def taskmanagers() -> set[str]:
+    """The ids of the cluster's TaskManagers (the test fails, not skips, without a cluster)."""
+    try:
+        listed = rest_get(MASTER, "/taskmanagers")["taskmanagers"]
+    except OSError as error:
+        pytest.fail(f"no Flink cluster at {MASTER} ({error}): run these tests with `make flink-test`")
+    assert len(listed) == 2, f"expected the 2 TaskManagers of `make flink-up`, found {len(listed)}"
+    return {tm["id"] for tm in listed}
+
+
+def run(argv: list[str], capsys) -> tuple[list[str], str]:
+    """Run `csdata argv`; returns the Flink job ids it printed and its stderr."""
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 0, err
+    return JOB_LINE.findall(err), err
+
+
+def rows(directory: Path) -> dict[str, list[str]]:
+    """Every Parquet table under `directory`: its rows as canonical JSON, sorted."""
+    tables = {}
+    for folder in sorted({p.parent for p in directory.rglob("*.parquet")}):
+        table = pq.read_table(folder).to_pylist()
+        tables[str(folder.relative_to(directory))] = sorted(
+            json.dumps(row, sort_keys=True, default=repr) for row in table)
+    return tables
+
+
+def without_timings(value):
+    """A summary without the keys that measure time (they differ between any two runs)."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items()
+                if not re.search(r"second|time|elapsed|duration|per_s", k)}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+def assert_same_output(local: Path, flink: Path) -> None:
+    local_rows, flink_rows = rows(local), rows(flink)
+    assert local_rows, f"{local} holds no table"
+    assert set(flink_rows) == set(local_rows)
+    for table, expected in local_rows.items():
+        assert flink_rows[table] == expected, f"table {table} differs between the runners"
+    summary = [json.loads((d / "summary.json").read_text()) for d in (local, flink)]
+    assert without_timings(summary[1]) == without_timings(summary[0])
+
+
+def finished_job(job_id: str, wait: float = 60.0) -> dict:
+    """The job's REST report once Flink has it FINISHED (its JobManager may say so a little
+    after Beam's job server told the driver)."""
+    deadline = time.monotonic() + wait
+    while True:
+        job = rest_get(MASTER, f"/jobs/{job_id}")
+        if job["state"] != "RUNNING" or time.monotonic() > deadline:
+            assert job["state"] == "FINISHED", job["state"]
+            return job
+        time.sleep(0.5)
+
+
+def assert_ran_on_the_cluster(job_ids: list[str], taskmanagers: set[str]) -> None:
+    """Every job finished with PROCESS workers, and each TaskManager read records in the
+    Python stages (MapPartition) of the command's main job."""
+    assert job_ids, "the command printed no Flink job id"
+    busiest: dict[str, int] = {}
+    for job_id in job_ids:
+        job = finished_job(job_id)
+        config = rest_get(MASTER, f"/jobs/{job_id}/config")["execution-config"]
+        assert config["user-config"]["environmentType"] == "PROCESS"
+        per_tm: dict[str, int] = {}
+        for vertex in job["vertices"]:
+            if "MapPartition" not in vertex["name"]:
+                continue
+            detail = rest_get(MASTER, f"/jobs/{job_id}/vertices/{vertex['id']}/taskmanagers")
+            for tm in detail["taskmanagers"]:
+                per_tm[tm["taskmanager-id"]] = per_tm.get(tm["taskmanager-id"], 0) + tm["metrics"]["read-records"]
+        if sum(per_tm.values()) > sum(busiest.values()):
+            busiest = per_tm
+    working = {tm for tm, records in busiest.items() if records > 0}
+    assert working == taskmanagers, f"records per TaskManager: {busiest}"
+
+
+def both(tmp_path: Path, name: str, argv: list[str], capsys, taskmanagers: set[str]) -> tuple[Path, Path]:
+    """Run `argv --output DIR` in process and on the cluster; check they wrote the same."""
+    local, flink = tmp_path / f"{name}-local", tmp_path / f"{name}-flink"
+    run([*argv, "--output", str(local)], capsys)
+    job_ids, _ = run([*argv, "--output", str(flink), *FLINK], capsys)
+    assert_same_output(local, flink)
+    assert_ran_on_the_cluster(job_ids, taskmanagers)
+    return local, flink
+
+
+def test_record_annotate_generate_and_filter(tmp_path, capsys, taskmanagers):
+    annotated, _ = both(tmp_path, "annotate", ["record", "annotate", *RECORD_INPUTS], capsys, taskmanagers)
+    generated, _ = both(tmp_path, "generate", ["record", "generate", *RECORD_INPUTS, *RECORD_URLS],
+                        capsys, taskmanagers)
+    # The two runners must agree on something, not on two empty tables.
+    assert sum(len(v) for k, v in rows(generated).items() if k.startswith("queries")) > 0
+    both(tmp_path, "reuse", ["record", "generate", *RECORD_INPUTS, *RECORD_URLS,
+                             "--annotations", str(annotated)], capsys, taskmanagers)
+    both(tmp_path, "filter", ["record", "filter", str(generated)], capsys, taskmanagers)
+
+
+def test_cosmos_paragraphs(tmp_path, capsys, taskmanagers):
+    both(tmp_path, "cosmos", ["cosmos", "paragraphs", "--input", str(COSMOS / "blogs"),
+                              "--input", str(COSMOS / "stories.jsonl")], capsys, taskmanagers)
+
+
+def test_protoqa_questions(tmp_path, capsys, taskmanagers):
+    both(tmp_path, "protoqa", ["protoqa", "questions", "--input", str(PROTOQA / "scraped.jsonl"),
+                               "--omitted", str(PROTOQA / "omitted.jsonl"),
+                               "--flagged", str(PROTOQA / "flagged.txt")], capsys, taskmanagers)
+
+
+def digest(directory: Path) -> dict[str, str]:
+    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_a_job_that_fails_on_the_cluster_is_one_line_and_keeps_the_previous_output(
+        tmp_path, capsys, taskmanagers):
+    output = tmp_path / "out"
+    protoqa = ["protoqa", "questions", "--input", str(PROTOQA / "scraped.jsonl"), "--output", str(output)]
+    run(protoqa, capsys)
+    before = digest(output)
+    # Workers that cannot start: the job fails on the TaskManagers, not in this process.
+    code = main([*protoqa, *FLINK, "--environment_options=process_command=/bin/false"])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error" in line.lower()]
+    assert code == 1
+    assert len(errors) == 1, err
+    assert re.match(r"csdata: error: Flink job [0-9a-f]{32} failed: .*Process died with exit code 1",
+                    errors[0]), errors[0]
+    assert "Traceback" not in err
+    assert digest(output) == before
+
+
+def test_the_users_options_win(tmp_path, capsys, taskmanagers):
+    job_ids, _ = run(["protoqa", "questions", "--input", str(PROTOQA / "scraped.jsonl"),
+                      "--output", str(tmp_path / "out"), *FLINK, "--parallelism=2",
+                      "--job_name=csdata-test-options"], capsys)
+    job = rest_get(MASTER, f"/jobs/{job_ids[0]}")
+    assert job["name"] == "csdata-test-options"
+    config = rest_get(MASTER, f"/jobs/{job_ids[0]}/config")["execution-config"]
+    assert config["job-parallelism"] == 2
