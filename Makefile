@@ -94,11 +94,12 @@ lint: $(STAMP) $(WORDNET_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-bench: $(STAMP) $(WORDNET_STAMP)
+bench: $(STAMP) $(WORDNET_STAMP) flink-fetch
 	$(PY) tests/bench_record.py
 	$(PY) tests/bench_record_variants.py
 	$(PY) tests/bench_cosmos.py
 	$(PY) tests/bench_protoqa.py
+	$(PY) tests/bench_flink.py
 
 # Needs the real third-party samples beside the checkout (../shared/samples/record).
 fidelity: $(STAMP) $(WORDNET_STAMP)

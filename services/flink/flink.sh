@@ -102,7 +102,6 @@ flink_env() {
 
 up() {
   command -v java >/dev/null || die "Java is missing: install a JDK 11 or 17 (Debian: openjdk-17-jdk-headless)"
-  fetch_flink
   if [ -n "$(pids)" ]; then
     [ "$(registered)" = "$TASKMANAGERS" ] && { echo "flink.sh: already running on localhost:$REST_PORT" >&2; return 0; }
     down
@@ -110,6 +109,7 @@ up() {
   for port in "$REST_PORT" "$RPC_PORT"; do
     port_taken "$port" && die "port $port is taken (another Flink or service?): stop it, or set CSDATA_FLINK_REST_PORT / CSDATA_FLINK_RPC_PORT"
   done
+  fetch_flink
   rm -rf "$CLUSTER" && mkdir -p "$CLUSTER/conf" "$CLUSTER/log"
   cp "$FLINK_HOME"/conf/log4j*.properties "$FLINK_HOME"/conf/logback*.xml "$CLUSTER/conf/"
   sed -e "s/@REST_PORT@/$REST_PORT/; s/@RPC_PORT@/$RPC_PORT/; s:@TMP@:$CLUSTER/tmp:" \

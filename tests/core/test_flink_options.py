@@ -45,11 +45,12 @@ def test_a_cluster_run_gets_process_workers_the_cached_job_server_and_a_job_name
     assert option_value(args, "flink_job_server_jar") == str(cached_jar)
     assert option_value(args, "parallelism") == "3"
     assert (option_value(args, "job_name") or "").startswith("csdata-")
+    assert option_value(args, "experiments") == "pre_optimize=all"
 
 
 def test_what_the_user_passes_wins(cached_jar):
     given = [*FLINK, "--environment_type=LOOPBACK", "--flink_job_server_jar=/opt/js.jar",
-             "--parallelism", "7", "--job_name=mine"]
+             "--parallelism", "7", "--job_name=mine", "--experiments=pre_optimize=default"]
     assert cluster_args(given) == given
 
 

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import time
+import urllib.request
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -138,6 +139,24 @@ def test_record_annotate_generate_and_filter(tmp_path, capsys, taskmanagers):
     both(tmp_path, "reuse", ["record", "generate", *RECORD_INPUTS, *RECORD_URLS,
                              "--annotations", str(annotated)], capsys, taskmanagers)
     both(tmp_path, "filter", ["record", "filter", str(generated)], capsys, taskmanagers)
+
+
+def taskmanager_log(tm_id: str) -> str:
+    """A TaskManager's log, where Beam's logging service puts its Python workers' lines."""
+    url = f"http://{MASTER.removeprefix('http://')}/taskmanagers/{tm_id}/log"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return response.read().decode("utf-8", "replace")
+
+
+def test_the_workers_of_both_taskmanagers_get_the_pipeline_options(tmp_path, capsys, taskmanagers):
+    run(["protoqa", "questions", "--input", str(PROTOQA / "scraped.jsonl"),
+         "--output", str(tmp_path / "out"), *FLINK, "--experiments=csdata_probe"], capsys)
+    for tm in taskmanagers:
+        started = [line for line in taskmanager_log(tm).splitlines()
+                   if "Pipeline_options:" in line and "csdata_probe" in line]
+        assert started, f"no Python worker of TaskManager {tm} logged this job's options"
+        assert "'beam_plugins': ['pipeline.worker']" in started[-1]
+        assert "'pickle_library': 'cloudpickle'" in started[-1]
 
 
 def test_cosmos_paragraphs(tmp_path, capsys, taskmanagers):
