@@ -154,9 +154,14 @@ down() {
     [ -z "$alive" ] && break
     sleep 1
   done
-  [ -n "${alive:-}" ] && kill -9 $alive 2>/dev/null || true
+  if [ -n "${alive:-}" ]; then
+    kill -9 $alive 2>/dev/null || true
+    sleep 1
+    left=""; for pid in $alive; do kill -0 "$pid" 2>/dev/null && left="$left $pid"; done
+    [ -n "$left" ] && die "could not stop processes$left"
+  fi
   rm -f "$CLUSTER"/*.pid
-  echo "flink.sh: cluster stopped" >&2
+  echo "flink.sh: cluster stopped, no process left" >&2
 }
 
 status() {
