@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import urllib.error
 import urllib.request
@@ -27,6 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from transforms.core.cache import cache_dir
 from transforms.core.errors import UserError
 
 FLINK_RUNNER_NAMES = frozenset({"flinkrunner", "apache_beam.runners.portability.flink_runner.flinkrunner"})
@@ -35,13 +35,6 @@ BOOT_COMMAND = "csdata-sdk-worker"
 # Keep equal to `beam.version` in services/flink/job-server/pom.xml and the apache-beam pin.
 BEAM_VERSION = "2.62.0"
 REST_TIMEOUT = 5.0
-
-
-def cache_dir() -> Path:
-    """`$CSDATA_CACHE_DIR`, else `$XDG_CACHE_HOME/csdata`, else `~/.cache/csdata`."""
-    if os.environ.get("CSDATA_CACHE_DIR"):
-        return Path(os.environ["CSDATA_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "csdata"
 
 
 def job_server_jar() -> Path:

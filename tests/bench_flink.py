@@ -40,6 +40,7 @@ from bench_record import (  # noqa: E402
 )
 
 from data_specs import load_spec  # noqa: E402
+from transforms.core.cache import cache_dir  # noqa: E402
 
 MASTER = "localhost:8081"
 FLINK_SH = os.path.join(ROOT, "services", "flink", "flink.sh")
@@ -56,14 +57,9 @@ def cluster_up() -> bool:
 
 def cluster_pids() -> list[int]:
     """The JobManager's and TaskManagers' pids (from the cluster's pid files)."""
-    cache = os.environ.get("CSDATA_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "csdata")
-    folder = os.path.join(cache, "flink-cluster")
     pids = []
-    for name in os.listdir(folder):
-        if name.endswith(".pid"):
-            with open(os.path.join(folder, name)) as handle:
-                pids += [int(line) for line in handle if line.strip()]
+    for pid_file in (cache_dir() / "flink-cluster").glob("*.pid"):
+        pids += [int(line) for line in pid_file.read_text().splitlines() if line.strip()]
     return pids
 
 

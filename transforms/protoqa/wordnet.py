@@ -49,6 +49,7 @@ from itertools import product
 from pathlib import Path
 from typing import FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
+from transforms.core.cache import cache_dir
 from transforms.protoqa.treebank import word_tokenize_sentence
 
 
@@ -242,10 +243,8 @@ def wordnet_root() -> Optional[Path]:
 
 
 def index_cache_dir() -> Path:
-    """``$CSDATA_CACHE_DIR``, else ``$XDG_CACHE_HOME/csdata``, else ``~/.cache/csdata``."""
-    if os.environ.get("CSDATA_CACHE_DIR"):
-        return Path(os.environ["CSDATA_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "csdata"
+    """Where the compact index is pickled: csdata's cache (`transforms.core.cache.cache_dir`)."""
+    return cache_dir()
 
 
 def wordnet_data_hash(root: Path) -> str:
