@@ -54,26 +54,25 @@ def option_value(args: Sequence[str], name: str) -> Optional[str]:
     return value
 
 
+def on_cluster(runner: Any, master: Optional[str]) -> Optional[str]:
+    """`master` when `runner` is Beam's FlinkRunner and `master` a real cluster (not one of the
+    runner's embedded ones), else None."""
+    if not isinstance(runner, str) or runner.lower() not in FLINK_RUNNER_NAMES:
+        return None
+    return None if master is None or master in EMBEDDED_MASTERS else master
+
+
 def flink_master(args: Sequence[str]) -> Optional[str]:
     """The `--flink_master` of a FlinkRunner run on a real cluster, else None."""
-    runner = option_value(args, "runner")
-    if runner is None or runner.lower() not in FLINK_RUNNER_NAMES:
-        return None
-    master = option_value(args, "flink_master")
-    if master is None or master in EMBEDDED_MASTERS:
-        return None
-    return master
+    return on_cluster(option_value(args, "runner"), option_value(args, "flink_master"))
 
 
 def cluster_master(options: Any) -> Optional[str]:
     """The Flink cluster a pipeline's options run it on (as `flink_master`), else None."""
     from apache_beam.options.pipeline_options import FlinkRunnerOptions, StandardOptions
 
-    runner = options.view_as(StandardOptions).runner
-    master = options.view_as(FlinkRunnerOptions).flink_master
-    if not isinstance(runner, str) or runner.lower() not in FLINK_RUNNER_NAMES:
-        return None
-    return None if master is None or master in EMBEDDED_MASTERS else master
+    return on_cluster(options.view_as(StandardOptions).runner,
+                      options.view_as(FlinkRunnerOptions).flink_master)
 
 
 def rest_url(master: str) -> str:
@@ -191,9 +190,9 @@ def web_ui_link(master: str, job_id: str, running: bool = True) -> str:
     return f"{rest_url(master)}/#/job/{'running' if running else 'completed'}/{job_id}/overview"
 
 
-def first_worker_error(master: str, job_id: str, tries: int = 5) -> str:
-    """What went wrong in a failed job, in one line: the Python error a worker raised, else the
-    root cause of the job's first exception (the cluster may take a moment to report it)."""
+def job_exception(master: str, job_id: str, tries: int = 5) -> str:
+    """The text of a failed job's first exception, '' when the cluster reports none (it may take
+    a moment to, so it is asked `tries` times a second apart)."""
     import time
 
     for attempt in range(tries):
@@ -205,7 +204,7 @@ def first_worker_error(master: str, job_id: str, tries: int = 5) -> str:
         texts += [e.get("exception", "") for e in report.get("exceptionHistory", {}).get("entries", [])]
         for text in texts:
             if text.strip():
-                return root_cause(text)
+                return text
         if attempt + 1 < tries:
             time.sleep(1.0)
     return ""
@@ -244,9 +243,9 @@ class JobMonitor:
         from transforms.core.reporting import Reporter, default_interval
 
         self.master, self.job_name, self.job_id = master, job_name, None
-        self._steps, self._enabled = list(steps), enabled
-        self._reporter = Reporter(self._steps, default_interval() if interval is None else interval)
-        self._tallies = {step: self._reporter.tally(step) for step in self._steps}
+        self._enabled = enabled
+        self._reporter = Reporter(steps, default_interval() if interval is None else interval)
+        self._tallies = {step: self._reporter.tally(step) for step in steps}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="csdata-flink-monitor", daemon=True)
 
@@ -310,7 +309,7 @@ def run_on_cluster(pipeline: Any, master: str) -> Any:
                 job_id = monitor.job_id or find_job(master, job_name)
                 if job_id is None:
                     raise
-                cause = first_worker_error(master, job_id) or (job_errors.messages or [str(error)])[0]
+                cause = job_exception(master, job_id) or (job_errors.messages or [str(error)])[0]
                 raise JobFailed(f"Flink job {job_id} failed: {root_cause(cause)} "
                                 f"(logs: {web_ui_link(master, job_id, running=False)})") from None
     finally:

@@ -45,18 +45,17 @@ class _ProgressFn(beam.DoFn):
 
     def __init__(self, group: str, steps: Sequence[Step], enabled: bool, interval: float,
                  count: Optional[Callable[[Any], int]], origin: tuple[str, int]):
-        self._group, self._steps, self._step = group, tuple(steps), tuple(steps)[-1]
-        self.step: Step = self._step
+        self._group, self._steps = group, tuple(steps)
+        self.step: Step = self._steps[-1]          # read by `progress_steps`
         self._enabled, self._interval, self._count, self._origin = enabled, interval, count, origin
         self._reporter: Optional[Reporter] = None
 
     def setup(self) -> None:
-        unit, label = self._step
-        self._counter = Metrics.counter(NAMESPACE, counter_name((unit, label)))
+        self._counter = Metrics.counter(NAMESPACE, counter_name(self.step))
         self._pending = 0
         if self._enabled:
             self._reporter = reporter_for(self._group, self._steps, self._interval, self._origin)
-            self._tally = self._reporter.tally(self._step, self._steps)
+            self._tally = self._reporter.tally(self.step, self._steps)
             self._clock = self._reporter.clock
 
     def start_bundle(self) -> None:
