@@ -38,6 +38,7 @@ from bench_record import (  # noqa: E402
     run_measured,
     write_copies,
 )
+from conftest import parquet_rows  # noqa: E402
 
 from data_specs import load_spec  # noqa: E402
 from transforms.core.cache import cache_dir  # noqa: E402
@@ -81,18 +82,6 @@ def cluster_cpu(pids: list[int]) -> float:
     return total
 
 
-def rows(directory: str) -> dict[str, list[str]]:
-    import pyarrow.parquet as pq
-
-    tables = {}
-    for table in sorted(os.listdir(directory)):
-        folder = os.path.join(directory, table)
-        if os.path.isdir(folder) and any(n.endswith(".parquet") for n in os.listdir(folder)):
-            tables[table] = sorted(json.dumps(r, sort_keys=True, default=repr)
-                                   for r in pq.read_table(folder).to_pylist())
-    return tables
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=10)
@@ -131,9 +120,9 @@ def main() -> None:
                         sys.exit(f"{name} failed (exit {run.code}); log: {out}.log")
                     outputs[name] = out
                     walls[name].append(run.wall)
-                    queries = len(rows(out).get("queries", []))
+                    queries = len(parquet_rows(out).get("queries", []))
                     print(f"{r + 1:<7}{name:<30}{run.wall:9.1f}{cpu:9.1f}{queries:>10,}", flush=True)
-                same = rows(outputs["Flink cluster"]) == rows(outputs["in process, 2 workers"])
+                same = parquet_rows(outputs["Flink cluster"]) == parquet_rows(outputs["in process, 2 workers"])
                 print(f"{'':<7}rows identical (every table, rejects included): {'yes' if same else 'NO'}")
             ratio = statistics.median(walls["Flink cluster"]) / statistics.median(walls["in process, 2 workers"])
             print(f"Flink / in process (2 workers), median wall: {ratio:.2f}x "

@@ -50,6 +50,18 @@ def hf_datasets(code: str, **inputs: Any) -> Any:
     return json.loads(run.stdout.splitlines()[-1])
 
 
+def parquet_rows(directory: Path) -> dict[str, list[str]]:
+    """Every Parquet table under `directory` (by folder): its rows as canonical JSON, sorted, so
+    that two runs compare whatever order their workers wrote in."""
+    import pyarrow.parquet as pq
+
+    tables = {}
+    for folder in sorted({p.parent for p in Path(directory).rglob("*.parquet")}):
+        tables[str(folder.relative_to(directory))] = sorted(
+            json.dumps(row, sort_keys=True, default=repr) for row in pq.read_table(folder).to_pylist())
+    return tables
+
+
 def beam_test_pipeline() -> TestPipeline:
     """A TestPipeline on the in-process FnApiRunner (the DirectRunner would try Prism first)."""
     return TestPipeline(runner="apache_beam.runners.portability.fn_api_runner.FnApiRunner")

@@ -18,12 +18,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from pipeline.cli import main
 from pipeline.flink import rest_get
-from tests.conftest import INPUTS, URL_LISTS
+from tests.conftest import INPUTS, URL_LISTS, parquet_rows
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]
 
@@ -56,16 +55,6 @@ def run(argv: list[str], capsys) -> tuple[list[str], str]:
     return JOB_LINE.findall(err), err
 
 
-def rows(directory: Path) -> dict[str, list[str]]:
-    """Every Parquet table under `directory`: its rows as canonical JSON, sorted."""
-    tables = {}
-    for folder in sorted({p.parent for p in directory.rglob("*.parquet")}):
-        table = pq.read_table(folder).to_pylist()
-        tables[str(folder.relative_to(directory))] = sorted(
-            json.dumps(row, sort_keys=True, default=repr) for row in table)
-    return tables
-
-
 def without_timings(value):
     """A summary without the keys that measure time (they differ between any two runs)."""
     if isinstance(value, dict):
@@ -77,7 +66,7 @@ def without_timings(value):
 
 
 def assert_same_output(local: Path, flink: Path) -> None:
-    local_rows, flink_rows = rows(local), rows(flink)
+    local_rows, flink_rows = parquet_rows(local), parquet_rows(flink)
     assert local_rows, f"{local} holds no table"
     assert set(flink_rows) == set(local_rows)
     for table, expected in local_rows.items():
@@ -135,7 +124,7 @@ def test_record_annotate_generate_and_filter(tmp_path, capsys, taskmanagers):
     generated, _ = both(tmp_path, "generate", ["record", "generate", *RECORD_INPUTS, *RECORD_URLS],
                         capsys, taskmanagers)
     # The two runners must agree on something, not on two empty tables.
-    assert sum(len(v) for k, v in rows(generated).items() if k.startswith("queries")) > 0
+    assert sum(len(v) for k, v in parquet_rows(generated).items() if k.startswith("queries")) > 0
     both(tmp_path, "reuse", ["record", "generate", *RECORD_INPUTS, *RECORD_URLS,
                              "--annotations", str(annotated)], capsys, taskmanagers)
     both(tmp_path, "filter", ["record", "filter", str(generated)], capsys, taskmanagers)
