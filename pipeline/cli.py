@@ -290,13 +290,19 @@ def _fail(error: BaseException, debug: bool) -> int:
 
 
 def _interrupt(signum: int, frame) -> None:
-    """End the run now: remove its staging directory (the previous output was never touched).
+    """End the run now: cancel its jobs on a cluster, then remove its staging directory (the
+    previous output was never touched).
 
     No exception is raised: the signal can land inside native code (a model loading in C++),
     where a Python exception aborts the process instead of unwinding it.
     """
+    # First, as a job left running would write on into staging. Only a run that set up a cluster
+    # run has imported pipeline.flink (its urllib would slow every start).
+    flink = sys.modules.get("pipeline.flink")
+    cancelled = flink.cancel_running_jobs() if flink is not None else []
     discard_staging()
-    sys.stderr.write(f"csdata: interrupted ({signal.Signals(signum).name}); previous output kept\n")
+    jobs = "".join(f"; Flink job {job_id} cancelled" for job_id in cancelled)
+    sys.stderr.write(f"csdata: interrupted ({signal.Signals(signum).name}){jobs}; previous output kept\n")
     sys.stderr.flush()
     os._exit(EXIT_INTERRUPTED)
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from transforms.core.cache import cache_dir
 from transforms.core.errors import UserError
@@ -87,18 +88,19 @@ def rest_get(master: str, path: str, timeout: float = REST_TIMEOUT) -> Any:
 
 
 def free_slots(master: str) -> int:
-    """The cluster's free task slots; a one-line UserError when its REST API does not answer."""
+    """The cluster's free task slots, or all its slots while other jobs hold them (a job just
+    finished releases its slots a moment later; a new job waits for them); a one-line UserError
+    when its REST API does not answer or it has no slot at all."""
     try:
         overview = rest_get(master, "/overview")
     except (urllib.error.URLError, OSError, ValueError) as error:
         reason = getattr(error, "reason", error)
         raise UserError(f"--flink_master {master}: no Flink REST API answers there ({reason}); "
                         "start a cluster (make flink-up) or fix the address") from None
-    slots = int(overview.get("slots-available", 0))
+    slots = int(overview.get("slots-available", 0)) or int(overview.get("slots-total", 0))
     if slots < 1:
-        raise UserError(f"--flink_master {master}: the cluster has no free task slot "
-                        f"({overview.get('taskmanagers', 0)} TaskManagers, "
-                        f"{overview.get('slots-total', 0)} slots)")
+        raise UserError(f"--flink_master {master}: the cluster has no task slot "
+                        f"({overview.get('taskmanagers', 0)} TaskManagers)")
     return slots
 
 
@@ -243,6 +245,7 @@ class JobMonitor:
         from transforms.core.reporting import Reporter, default_interval
 
         self.master, self.job_name, self.job_id = master, job_name, None
+        self.stop_job_server: Optional[Callable[[], Any]] = None   # set by `run_on_cluster`
         self._enabled = enabled
         self._reporter = Reporter(steps, default_interval() if interval is None else interval)
         self._tallies = {step: self._reporter.tally(step) for step in steps}
@@ -287,6 +290,44 @@ class JobMonitor:
             tally.n = counters.get(counter_name(step), tally.n)
 
 
+RUNNING: list[JobMonitor] = []   # the monitors of this process's jobs on a cluster, while they run
+CANCEL_WAIT = 10.0
+
+
+def cancel_running_jobs(wait: float = CANCEL_WAIT) -> list[str]:
+    """Cancel this process's jobs on their clusters (Ctrl-C, SIGTERM) and wait up to `wait`
+    seconds for each to stop writing; returns the ids of the jobs cancelled. Errors are
+    swallowed: the caller is on its way out."""
+    import time
+
+    cancelled = []
+    for monitor in list(RUNNING):
+        try:
+            job_id = monitor.job_id or find_job(monitor.master, monitor.job_name)
+            if job_id is None:
+                continue
+            request = urllib.request.Request(f"{rest_url(monitor.master)}/jobs/{job_id}?mode=cancel",
+                                             method="PATCH")
+            urllib.request.urlopen(request, timeout=REST_TIMEOUT).close()
+            cancelled.append(job_id)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                if rest_get(monitor.master, f"/jobs/{job_id}").get("state") in TERMINAL_STATES:
+                    break
+                time.sleep(0.2)
+        except (OSError, ValueError):
+            pass
+        if monitor.stop_job_server is not None:
+            try:
+                monitor.stop_job_server()   # Beam's JobServer.stop: the job server's Java process
+            except Exception:  # noqa: BLE001 - on the way out; the process is ending anyway
+                pass
+    return cancelled
+
+
+TERMINAL_STATES = frozenset({"CANCELED", "FAILED", "FINISHED"})
+
+
 def run_on_cluster(pipeline: Any, master: str) -> Any:
     """Run `pipeline` on the Flink cluster at `master` to the end, with `JobMonitor` showing it;
     a failed job raises `JobFailed` with its id and first worker error."""
@@ -302,7 +343,16 @@ def run_on_cluster(pipeline: Any, master: str) -> Any:
     root.addFilter(job_errors)
     try:
         with JobMonitor(master, job_name, progress_steps(pipeline), enabled=enabled_by_env()) as monitor:
+            RUNNING.append(monitor)
+            ours = signal.getsignal(signal.SIGINT)
             result = pipeline.run()
+            # Beam's job service handle takes SIGINT for its own `stop` (the job server dies and
+            # the driver ends in a gRPC traceback, the job running on): csdata's handler comes
+            # back, and cancelling the job stops that job server after it.
+            beam_stop = signal.getsignal(signal.SIGINT)
+            if beam_stop is not ours and callable(beam_stop):
+                monitor.stop_job_server = beam_stop
+                signal.signal(signal.SIGINT, ours)
             try:
                 result.wait_until_finish()
             except RuntimeError as error:
@@ -314,6 +364,7 @@ def run_on_cluster(pipeline: Any, master: str) -> Any:
                                 f"(logs: {web_ui_link(master, job_id, running=False)})") from None
     finally:
         root.removeFilter(job_errors)
+        RUNNING[:] = [m for m in RUNNING if m.job_name != job_name]
     return result
 
 

@@ -104,3 +104,45 @@ def test_the_root_cause_of_a_failed_job():
               "ValueError: bad row\n\nCaused by: java.lang.Exception: outer")
     assert root_cause(python) == "ValueError: bad row"
     assert root_cause("java.io.IOException: disk full") == "java.io.IOException: disk full"
+
+
+def overview_server(overview: dict):
+    """A loopback HTTP server that answers Flink's `/overview` with `overview`."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(overview).encode()
+            self.send_response(200 if self.path == "/overview" else 404)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("overview, parallelism", [
+    ({"taskmanagers": 2, "slots-total": 4, "slots-available": 3}, "3"),   # the free slots
+    ({"taskmanagers": 2, "slots-total": 4, "slots-available": 0}, "4"),   # busy: the job waits for all
+])
+def test_parallelism_is_the_free_slots_else_all_of_them(cached_jar, overview, parallelism):
+    server = overview_server(overview)
+    try:
+        args = cluster_args(["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{server.server_port}"])
+    finally:
+        server.shutdown()
+    assert option_value(args, "parallelism") == parallelism
+
+
+def test_a_cluster_without_slots_is_one_line(cached_jar):
+    server = overview_server({"taskmanagers": 0, "slots-total": 0, "slots-available": 0})
+    try:
+        with pytest.raises(UserError, match="has no task slot"):
+            cluster_args(["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{server.server_port}"])
+    finally:
+        server.shutdown()

@@ -14,6 +14,9 @@ import hashlib
 import json
 import os
 import re
+import signal
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -34,6 +37,12 @@ RECORD_URLS = [a for path in URL_LISTS for a in ("--url-list", path)]
 COSMOS = TESTS / "data" / "cosmos"
 PROTOQA = TESTS / "data" / "protoqa"
 JOB_LINE = re.compile(r"^csdata: Flink job ([0-9a-f]{32}) ", re.M)
+PROGRESS_LINE = re.compile(r"^csdata: [\d,]+ \w+ read\b", re.M)   # from the job's counters
+
+
+@pytest.fixture(autouse=True)
+def progress_every_second(monkeypatch):
+    monkeypatch.setenv("CSDATA_PROGRESS_SECONDS", "1")
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +122,8 @@ def both(tmp_path: Path, name: str, argv: list[str], capsys, taskmanagers: set[s
     """Run `argv --output DIR` in process and on the cluster; check they wrote the same."""
     local, flink = tmp_path / f"{name}-local", tmp_path / f"{name}-flink"
     run([*argv, "--output", str(local)], capsys)
-    job_ids, _ = run([*argv, "--output", str(flink), *FLINK], capsys)
+    job_ids, err = run([*argv, "--output", str(flink), *FLINK], capsys)
+    assert PROGRESS_LINE.search(err), err
     assert_same_output(local, flink)
     assert_ran_on_the_cluster(job_ids, taskmanagers)
     return local, flink
@@ -190,3 +200,28 @@ def test_the_users_options_win(tmp_path, capsys, taskmanagers):
     assert job["name"] == "csdata-test-options"
     config = rest_get(MASTER, f"/jobs/{job_ids[0]}/config")["execution-config"]
     assert config["job-parallelism"] == 2
+
+
+def test_ctrl_c_cancels_the_job_on_the_cluster_and_keeps_the_previous_output(tmp_path, capsys, taskmanagers):
+    output = tmp_path / "out"
+    annotate = ["record", "annotate", *RECORD_INPUTS, "--output", str(output)]
+    run(annotate, capsys)
+    before = digest(output)
+    driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *annotate, *FLINK],
+                              stderr=subprocess.PIPE, text=True, cwd=TESTS.parent,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert driver.stderr is not None
+    job_id = None
+    for line in driver.stderr:                      # the job id line comes once the job runs
+        found = JOB_LINE.match(line)
+        if found:
+            job_id = found.group(1)
+            break
+    assert job_id is not None, "the run printed no Flink job id"
+    driver.send_signal(signal.SIGINT)
+    rest = driver.stderr.read()
+    assert driver.wait(timeout=60) == 130, rest
+    assert f"csdata: interrupted (SIGINT); Flink job {job_id} cancelled; previous output kept" in rest
+    assert rest_get(MASTER, f"/jobs/{job_id}")["state"] == "CANCELED"
+    assert digest(output) == before
+    assert not [p.name for p in tmp_path.iterdir() if "staging" in p.name]
