@@ -13,11 +13,12 @@ WORDNET_DEBS := $(VENV)/wordnet-debs
 HF_VENV := .venv-hf
 HF_STAMP := $(HF_VENV)/.installed-stamp
 FLINK := services/flink/flink.sh
+S3 := services/s3/s3.sh
 # The venv's bin on PATH: Beam's external worker pool starts a bare `python`.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv demo test test-fast lint bench fidelity browser-deps screenshots clean \
-	flink-fetch flink-up flink-down flink-test
+	flink-fetch flink-up flink-down services-test s3-fetch s3-up s3-down
 
 venv: $(STAMP) $(WORDNET_STAMP) $(HF_STAMP)
 
@@ -50,10 +51,11 @@ $(WORDNET_STAMP): $(STAMP) data_specs/wordnet_lexnames
 demo: $(STAMP) $(WORDNET_STAMP)
 	$(VENV)/bin/csdata demo --output out/demo
 
-# The whole suite, then the Flink tests on a real cluster (which `flink-test` starts and stops).
+# The whole suite, then the tests on the real Flink cluster and S3 server (which `services-test`
+# starts and stops).
 test: lint browser-deps $(HF_STAMP)
-	$(PY) -m pytest -m "not flink"
-	$(MAKE) flink-test
+	$(PY) -m pytest -m "not flink and not s3"
+	$(MAKE) services-test
 
 # A real Flink 1.19 session cluster on loopback (services/flink): JobManager + 2 TaskManagers x
 # 2 slots, REST and web UI on localhost:8081. Flink and Beam's job server are fetched once into
@@ -67,12 +69,27 @@ flink-up: flink-fetch
 flink-down:
 	PYTHON=$(CURDIR)/$(PY) $(FLINK) down
 
-# Every Beam pipeline on the cluster and in process, compared row by row; the cluster is stopped
-# whether the checks pass or not.
-flink-test: $(STAMP) $(WORDNET_STAMP) flink-fetch
-	PYTHON=$(CURDIR)/$(PY) $(FLINK) up
-	status=0; $(PY) -m pytest -m flink tests/flink || status=$$?; \
-	PYTHON=$(CURDIR)/$(PY) $(FLINK) down; exit $$status
+# Every Beam pipeline on the cluster and in process, compared row by row, inputs and outputs on
+# S3, and the faults each must survive (tests/flink, tests/s3; the faults last, as they kill
+# TaskManagers); the cluster and the server are stopped whether the checks pass or not.
+services-test: $(STAMP) $(WORDNET_STAMP) flink-fetch s3-fetch
+	status=0; PYTHON=$(CURDIR)/$(PY) $(S3) up --fresh && PYTHON=$(CURDIR)/$(PY) $(FLINK) up \
+	  && $(PY) -m pytest -m "flink or s3" tests/s3 tests/flink/test_flink_pipelines.py \
+	     tests/flink/test_flink_faults.py || status=$$?; \
+	PYTHON=$(CURDIR)/$(PY) $(FLINK) down; PYTHON=$(CURDIR)/$(PY) $(S3) down; exit $$status
+
+# A real S3-compatible server (SeaweedFS, services/s3) on loopback: S3 API on 127.0.0.1:9000 with
+# the test-only key csdata / secret csdata-secret, buckets `csdata` and `csdata-full` (refuses every
+# write, as a full disk would). SeaweedFS is built once from the Go module proxy into
+# ~/.cache/csdata; its data is kept between s3-down and s3-up (`services/s3/s3.sh up --fresh` wipes it).
+s3-fetch: $(STAMP)
+	PYTHON=$(CURDIR)/$(PY) $(S3) fetch
+
+s3-up: s3-fetch
+	PYTHON=$(CURDIR)/$(PY) $(S3) up
+
+s3-down:
+	PYTHON=$(CURDIR)/$(PY) $(S3) down
 
 # Headless Chromium and its WebDriver for the browser tests (Debian packages; as root or via sudo).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -88,7 +105,7 @@ screenshots: $(STAMP) $(WORDNET_STAMP) browser-deps
 
 # Unit tests only (no end-to-end pipelines, no real models): under two minutes.
 test-fast: $(STAMP) $(WORDNET_STAMP) browser-deps
-	$(PY) -m pytest -m "not slow and not flink"
+	$(PY) -m pytest -m "not slow and not flink and not s3"
 
 lint: $(STAMP) $(WORDNET_STAMP)
 	$(VENV)/bin/ruff check .

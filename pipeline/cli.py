@@ -7,6 +7,7 @@ Unknown options are passed to Beam, so `--runner`, `--direct_running_mode=multi_
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
@@ -20,18 +21,27 @@ from typing import Optional, Sequence
 
 from pipeline.provenance import describe, record_provenance
 from pipeline.runner import (
+    VERBOSE_ENV,
     beam_options,
     check_beam_args,
     check_inputs,
     check_output,
-    check_run_dir,
     commit,
     discard_staging,
     mark_finished,
+    quiet_beam_noise,
     staged,
 )
-from transforms.core.errors import JobFailed, UserError
+from pipeline.storage import (
+    clean_output,
+    names_remote,
+    resolve_runs,
+    store_options_removed,
+    use_store_options,
+)
+from transforms.core.errors import JobFailed, StorageError, UserError
 from transforms.core.reporting import ENABLED_ENV as PROGRESS_ENV
+from transforms.core.runs import is_no_space, storage_reason
 
 QUIET_FLAGS = {"-q", "--quiet"}
 EXIT_USER_ERROR = 2        # argparse's code for usage errors, used for every user error
@@ -121,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
                              "Cosmos QA CSV/JSONL, ProtoQA protoqa-data JSONL): its Table 1 column and "
                              "distributions beside the run's, computed by the same code")
 
+    clean = commands.add_parser(
+        "clean", help="remove what failed or killed runs left at an output (kept otherwise until the next run)",
+        description="On an object store (s3://, gs://): delete every attempt folder under OUTPUT/runs/ "
+                    "that OUTPUT/csdata-run.json does not name. Locally: delete the staging and "
+                    "previous-run folders beside OUTPUT. The finished output is never touched.")
+    clean.add_argument("output", help="an output directory (local or s3://...)")
+
     describe = commands.add_parser(
         "describe", help="a Parquet file's metadata, rows and fields (types and descriptions)",
         description="Prints the file metadata (csdata version, spec and input hashes, run date), "
@@ -189,18 +206,34 @@ def run_command(module, args: argparse.Namespace, extra: Sequence[str]) -> int:
     writing an output directory writes it beside `--output` and swaps it in on success."""
     if extra and getattr(args, "command_parser", None) is None:
         check_beam_args(extra)
-    if isinstance(getattr(args, "input", None), list):
-        check_inputs(args.input)
-    run_dir = getattr(args, "run_dir", None)
-    if isinstance(run_dir, str):
-        check_run_dir(run_dir)
-    if not getattr(args, "staged_output", False):
-        return module.run(args, extra, beam_options)
+    with contextlib.ExitStack() as stack:
+        if names_remote(args):
+            use_store_options(extra)
+            if not getattr(args, "beam_writer", False):   # used up here: the command runs no Beam
+                extra = store_options_removed(extra)
+        if isinstance(getattr(args, "input", None), list):
+            check_inputs(args.input)
+        resolve_runs(args, stack)
+        if not getattr(args, "staged_output", False):
+            return module.run(args, extra, beam_options)
+        return _run_staged(module, args, extra)
+    return 0   # mypy: ExitStack may swallow exceptions
+
+
+def _run_staged(module, args: argparse.Namespace, extra: Sequence[str]) -> int:
     output = args.output
     check_output(output)
-    with staged(output) as staging:
+    with staged(output, remote_writer=getattr(args, "beam_writer", False)) as staging:
         args.output, args.final_output = staging, output
-        code = module.run(args, extra, beam_options)
+        try:
+            code = module.run(args, extra, beam_options)
+        except Exception as error:
+            if is_no_space(error):
+                raise StorageError(f"no space left writing {output} (the disk or bucket is full)") from error
+            reason = storage_reason(error) if "://" in output else None
+            if reason:
+                raise StorageError(f"writing {output}: {reason}") from error
+            raise
         if code == 0:
             record_provenance(staging, args)   # provenance.json: inputs, spec, versions
             mark_finished(staging, {"csdata": csdata_version(), "command": " ".join(_command_words(args)),
@@ -275,7 +308,7 @@ def _fail(error: BaseException, debug: bool) -> int:
         return _user_error(str(error), debug)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as error:
         return _user_error(f"{error.strerror}: {error.filename}" if error.filename else str(error), debug)
-    except JobFailed as error:
+    except (JobFailed, StorageError) as error:
         if debug:
             traceback.print_exc()
         print(f"csdata: error: {error}; previous output kept", file=sys.stderr)
@@ -319,18 +352,31 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     args, extra = parser.parse_known_args(argv)
     args.argv = list(argv or [])   # recorded in provenance.json, rerun by `reproduce`
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+    if args.verbose:
+        os.environ[VERBOSE_ENV] = "1"   # read by quiet_beam_noise, here and in local workers
+    quiet_beam_noise()
     for module in dataset_modules():
         if args.command == module.__name__.rsplit(".", 1)[-1]:
             return run_command(module, args, extra)
-    if extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command in ("stats", "report"):
-        check_run_dir(args.run_dir)
-        code = (cmd_stats if args.command == "stats" else cmd_report)(args)
+        if extra:   # Beam's options for an object store (--s3_endpoint_url ...)
+            check_beam_args(extra)
+        with contextlib.ExitStack() as stack:
+            if names_remote(args):
+                use_store_options(extra)
+            resolve_runs(args, stack)
+            code = (cmd_stats if args.command == "stats" else cmd_report)(args)
         if code is None:
             parser.error(f"{args.run_dir} is not the output directory of a ReCoRD, Cosmos QA or "
                          "ProtoQA run")
         return code
+    if args.command == "clean":
+        check_beam_args(extra)
+        for leftover in clean_output(args.output, extra):
+            print(f"removed {leftover}")
+        return 0
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "describe":
         print(describe(args.file))
         return 0

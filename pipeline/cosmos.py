@@ -122,7 +122,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     paragraphs.add_argument("--input", action="append", required=True, metavar="PATTERN",
                             help="file, directory or glob of .xml / .jsonl / .txt (repeatable)")
     paragraphs.add_argument("--output", required=True, help="output directory (local or gs://)")
-    paragraphs.set_defaults(staged_output=True)   # written beside --output, then swapped in
+    # written beside --output, then swapped in; on an object store by Beam's workers
+    paragraphs.set_defaults(staged_output=True, beam_writer=True)
     add_spec_args(paragraphs, "cosmos")
 
     hits = sub.add_parser("hits", help="stage 2: crowd round trip (question writing, validation)")

@@ -234,9 +234,20 @@ def python_error_line(text: str) -> str:
     return ""
 
 
+def failure_line(job_id: str, entry: dict) -> str:
+    """One line for a task failure in a job's exception history, which Flink's restart strategy
+    answers by restarting the job: what failed, where, and its root cause."""
+    cause = " ".join(root_cause(entry.get("stacktrace") or entry.get("exceptionName") or "").split())
+    where = entry.get("location") or entry.get("endpoint") or ""
+    task = (entry.get("taskName") or "").split(" (", 1)[0]
+    return (f"csdata: Flink job {job_id}: task {task or '?'}" + (f" on {where}" if where else "")
+            + f" failed: {cause[:200]}; Flink restarts the job")
+
+
 class JobMonitor:
     """While a job runs on the cluster: prints its id and web UI link once, then the progress
-    line from the job's counters (`transforms.core.progress` steps), as a local run does."""
+    line from the job's counters (`transforms.core.progress` steps), as a local run does, and a
+    line for each task failure that Flink's restart strategy answers."""
 
     def __init__(self, master: str, job_name: str, steps: Sequence[Any], enabled: bool = True,
                  interval: Optional[float] = None):
@@ -249,6 +260,8 @@ class JobMonitor:
         self._enabled = enabled
         self._reporter = Reporter(steps, default_interval() if interval is None else interval)
         self._tallies = {step: self._reporter.tally(step) for step in steps}
+        self._failures_seen = 0
+        self.fatal: Optional[str] = None   # the cause of a failure no restart can mend
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="csdata-flink-monitor", daemon=True)
 
@@ -288,6 +301,28 @@ class JobMonitor:
         counters = user_counters(rest_get(self.master, f"/jobs/{self.job_id}/accumulators"), NAMESPACE)
         for step, tally in self._tallies.items():
             tally.n = counters.get(counter_name(step), tally.n)
+        self._report_failures()
+
+    def _report_failures(self) -> None:
+        """Print the task failures the job's exception history gained since the last poll (a
+        job that then fails for good is reported by `run_on_cluster`). A failure that a restart
+        cannot mend (a full disk, a bucket that refuses writes) cancels the job at once instead
+        of letting the restart strategy rerun it to the same end."""
+        from transforms.core.runs import permanent_storage_failure
+
+        if self.job_id is None or self.fatal is not None:
+            return
+        history = rest_get(self.master, f"/jobs/{self.job_id}/exceptions").get("exceptionHistory", {})
+        entries = list(reversed(history.get("entries", [])))   # Flink lists the newest first
+        for entry in entries[self._failures_seen:]:
+            reason = permanent_storage_failure(entry.get("stacktrace") or "")
+            if reason is not None:
+                self.fatal = f"{reason}: {root_cause(entry.get('stacktrace') or '')}"
+                cancel_job(self.master, self.job_id)
+                return
+            if self._enabled:
+                print(failure_line(self.job_id, entry), file=sys.stderr, flush=True)
+        self._failures_seen = max(self._failures_seen, len(entries))
 
 
 RUNNING: list[JobMonitor] = []   # the monitors of this process's jobs on a cluster, while they run
@@ -306,9 +341,7 @@ def cancel_running_jobs(wait: float = CANCEL_WAIT) -> list[str]:
             job_id = monitor.job_id or find_job(monitor.master, monitor.job_name)
             if job_id is None:
                 continue
-            request = urllib.request.Request(f"{rest_url(monitor.master)}/jobs/{job_id}?mode=cancel",
-                                             method="PATCH")
-            urllib.request.urlopen(request, timeout=REST_TIMEOUT).close()
+            cancel_job(monitor.master, job_id)
             cancelled.append(job_id)
             deadline = time.monotonic() + wait
             while time.monotonic() < deadline:
@@ -326,6 +359,12 @@ def cancel_running_jobs(wait: float = CANCEL_WAIT) -> list[str]:
 
 
 TERMINAL_STATES = frozenset({"CANCELED", "FAILED", "FINISHED"})
+
+
+def cancel_job(master: str, job_id: str) -> None:
+    """Ask the cluster to cancel job `job_id` (it stops its tasks shortly after)."""
+    request = urllib.request.Request(f"{rest_url(master)}/jobs/{job_id}?mode=cancel", method="PATCH")
+    urllib.request.urlopen(request, timeout=REST_TIMEOUT).close()
 
 
 def run_on_cluster(pipeline: Any, master: str) -> Any:
@@ -359,9 +398,12 @@ def run_on_cluster(pipeline: Any, master: str) -> Any:
                 job_id = monitor.job_id or find_job(master, job_name)
                 if job_id is None:
                     raise
-                cause = job_exception(master, job_id) or (job_errors.messages or [str(error)])[0]
-                raise JobFailed(f"Flink job {job_id} failed: {root_cause(cause)} "
+                cause = monitor.fatal or root_cause(
+                    job_exception(master, job_id) or (job_errors.messages or [str(error)])[0])
+                raise JobFailed(f"Flink job {job_id} failed: {cause} "
                                 f"(logs: {web_ui_link(master, job_id, running=False)})") from None
+            if monitor.fatal is not None:   # cancelled by the monitor as the job was finishing
+                raise JobFailed(f"Flink job {monitor.job_id} failed: {monitor.fatal}")
     finally:
         root.removeFilter(job_errors)
         RUNNING[:] = [m for m in RUNNING if m.job_name != job_name]

@@ -61,7 +61,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     questions.add_argument("--input", action="append", required=True, metavar="PATTERN",
                            help="protoqa-data JSONL file or glob (repeatable)")
     questions.add_argument("--output", required=True, help="output directory (local or gs://)")
-    questions.set_defaults(staged_output=True)   # written beside --output, then swapped in
+    # written beside --output, then swapped in; on an object store by Beam's workers
+    questions.set_defaults(staged_output=True, beam_writer=True)
     questions.add_argument("--omitted", action="append", default=[], metavar="PATH",
                            help="questions to drop: protoqa-data JSONL (omitted.jsonl; matched by id "
                                 "and by normalised question) or one id per line (repeatable)")

@@ -60,8 +60,13 @@ def step_of(args: argparse.Namespace, folder: str) -> tuple[dict[str, Any], dict
         from data_specs import load_spec
 
         spec = spec_data(load_spec(args.spec, getattr(args, "overrides", [])))
-    summary_path = Path(folder) / "summary.json"
-    stages = read_summary(str(summary_path)).get("stages") if summary_path.is_file() else None
+    if "://" in folder:
+        from transforms.core.runs import read_json
+
+        stages = (read_json(f"{folder.rstrip('/')}/summary.json") or {}).get("stages")
+    else:
+        summary_path = Path(folder) / "summary.json"
+        stages = read_summary(str(summary_path)).get("stages") if summary_path.is_file() else None
     step = {"command": " ".join(w for w in [args.command, *_subcommands(args)]),
             "argv": list(getattr(args, "argv", [])), "cwd": os.getcwd(),
             "inputs": describe_inputs(patterns), "spec": spec,
@@ -75,13 +80,16 @@ def _subcommands(args: argparse.Namespace) -> list[str]:
 
 
 def record_provenance(folder: str, args: argparse.Namespace) -> None:
-    """Write `provenance.json` into a finished local output directory (see the module docstring)."""
-    if "://" in folder:
-        return
-    from transforms.core.provenance import chain, write_provenance
+    """Write `provenance.json` into a finished output directory (see the module docstring)."""
+    from transforms.core.provenance import PROVENANCE_FILE, chain, write_provenance
 
     step, upstreams = step_of(args, folder)
-    write_provenance(folder, chain(step, upstreams))
+    if "://" in folder:
+        from transforms.core.runs import write_json
+
+        write_json(f"{folder.rstrip('/')}/{PROVENANCE_FILE}", chain(step, upstreams))
+    else:
+        write_provenance(folder, chain(step, upstreams))
 
 
 # ---- csdata describe -------------------------------------------------------------------------

@@ -51,7 +51,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     generate.add_argument("--input", action="append", required=True, metavar="PATTERN",
                           help="file, directory, glob or .tgz of stories / JSONL (repeatable)")
     generate.add_argument("--output", required=True, help="output directory (local or gs://)")
-    generate.set_defaults(staged_output=True)   # written beside --output, then swapped in
+    # written beside --output, then swapped in; on an object store by Beam's workers
+    generate.set_defaults(staged_output=True, beam_writer=True)
     generate.add_argument("--url-list", action="append", default=[], metavar="PATH",
                           help="published URL list (all_train.txt ...): url, source, split per article")
     generate.add_argument("--annotator", help="annotation backend for every input, overriding the spec: "
@@ -72,7 +73,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     annotate.add_argument("--input", action="append", required=True, metavar="PATTERN",
                           help="file, directory, glob or .tgz of stories / JSONL (repeatable)")
     annotate.add_argument("--output", required=True, help="output directory (local or gs://)")
-    annotate.set_defaults(staged_output=True)   # written beside --output, then swapped in
+    # written beside --output, then swapped in; on an object store by Beam's workers
+    annotate.set_defaults(staged_output=True, beam_writer=True)
     add_spec_args(annotate, "record")
 
     compare = record_cmds.add_parser(
@@ -83,7 +85,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     compare.add_argument("--input", action="append", required=True, metavar="PATTERN")
     compare.add_argument("--url-list", action="append", default=[], metavar="PATH")
     compare.add_argument("--output", required=True)
-    compare.set_defaults(staged_output=True)   # written beside --output, then swapped in
+    # written beside --output, then swapped in; on an object store by Beam's workers
+    compare.set_defaults(staged_output=True, beam_writer=True)
     compare.add_argument("--a", default="spacy", help="reference backend (default: spacy)")
     compare.add_argument("--b", required=True, help="backend compared with A")
     add_spec_args(compare, "record")
@@ -96,7 +99,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     inputs.add_argument("--input", action="append", required=True, metavar="PATTERN")
     inputs.add_argument("--url-list", action="append", default=[], metavar="PATH")
     inputs.add_argument("--output", required=True)
-    inputs.set_defaults(staged_output=True)   # written beside --output, then swapped in
+    # written beside --output, then swapped in; on an object store by Beam's workers
+    inputs.set_defaults(staged_output=True, beam_writer=True)
     add_spec_args(inputs, "record")
 
     filter_ = record_cmds.add_parser(
@@ -107,7 +111,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                     "Other options go to Beam.")
     filter_.add_argument("run_dir", help="output directory of `csdata record generate`")
     filter_.add_argument("--output", required=True)
-    filter_.set_defaults(staged_output=True)   # written beside --output, then swapped in
+    # written beside --output, then swapped in; on an object store by Beam's workers
+    filter_.set_defaults(staged_output=True, beam_writer=True, beam_reader=True)
     filter_.add_argument("--reader", help="lexical (default), cross-encoder, or predictions:FILE "
                                           "(a JSON object {query_id: answer} from any external reader)")
     filter_.add_argument("--folds", type=int, help="number of folds (default: spec filter.folds = 5)")

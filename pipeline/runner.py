@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import json
+import logging
 import os
 import shutil
 import signal
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
 from transforms.core.errors import UserError
 from transforms.core.models import freeze_heap
+from transforms.core.runs import RUN_MARKER, retry_store_calls
 
 if TYPE_CHECKING:
     import apache_beam as beam
@@ -28,8 +30,44 @@ PICKLE_LIBRARY = "cloudpickle"
 STAGING_SUFFIX = ".csdata-staging"
 PREVIOUS_SUFFIX = ".csdata-previous"
 ACTIVE_STAGING: list[Path] = []   # staging directories of the runs in progress in this process
-RUN_MARKER = "csdata-run.json"                # written into every finished output directory
 RUN_MARKERS = (RUN_MARKER, "summary.json", "run.json")   # a finished csdata run has one of these
+
+
+# Warnings of Beam's own code that say nothing a user can act on: `BatchElements` fits batch
+# sizes to its timings with numpy, which warns of a degenerate fit (all batches timed alike).
+BEAM_NOISE = (("ignore", r"Polyfit may be poorly conditioned", "apache_beam\\.transforms\\.util"),
+              ("ignore", r"divide by zero|invalid value encountered", "apache_beam\\.transforms\\.util"))
+# Beam logs the traceback of a failing bundle before it raises the error, which csdata then
+# reports (one line for a known failure, the traceback for a bug): the log says it twice.
+BEAM_ERROR_ECHO = "apache_beam.runners.common"
+STORE_CLIENTS = "apache_beam/io/"   # Beam's filesystems (aws/, gcp/, azure/) log the same way
+VERBOSE_ENV = "CSDATA_VERBOSE"   # set by `csdata -v`: everything reaches the terminal
+
+
+class _StoreErrorEcho(logging.Filter):
+    """Beam's object-store clients log each failed call's traceback on the root logger, then
+    raise: the error is reported once, by csdata, in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno >= logging.ERROR and STORE_CLIENTS in record.pathname.replace(os.sep, "/"))
+
+
+def quiet_beam_noise() -> None:
+    """Hide `BEAM_NOISE`, `BEAM_ERROR_ECHO` and `_StoreErrorEcho` in this process (the driver,
+    and each local SDK worker through `pipeline.worker`), unless `csdata -v` set `VERBOSE_ENV`;
+    other warnings and logs still show."""
+    import warnings
+
+    if os.environ.get(VERBOSE_ENV):
+        return
+    logging.getLogger(BEAM_ERROR_ECHO).setLevel(logging.CRITICAL)
+    root = logging.getLogger()
+    if not any(isinstance(f, _StoreErrorEcho) for f in root.filters):
+        root.addFilter(_StoreErrorEcho())
+    # numpy, as it is imported, puts an "always" filter for RankWarning before any set earlier.
+    import numpy  # noqa: F401
+    for action, message, module in BEAM_NOISE:
+        warnings.filterwarnings(action, message=message, module=module)
 
 
 def beam_options(extra: Sequence[str]) -> PipelineOptions:
@@ -102,10 +140,12 @@ def new_pipeline(options: Optional[PipelineOptions] = None) -> beam.Pipeline:
 
     options = options or default_options()
     name_worker_plugin(options)
+    retry_store_calls()
     pipeline = beam.Pipeline(options=options)
     if type(pipeline.runner) is FnApiRunner:
         encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
         provision = ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
+        shutil.rmtree(pipeline.local_tempdir, ignore_errors=True)   # Beam removes it only in run()
         pipeline = beam.Pipeline(runner=FnApiRunner(provision_info=provision), options=options)
     return pipeline
 
@@ -163,7 +203,13 @@ def check_beam_args(extra: Sequence[str]) -> None:
 
 
 def check_inputs(patterns: Sequence[str]) -> None:
-    """Every local input pattern (file, directory or glob) must match at least one file."""
+    """Every input pattern (file, directory or glob; local or on an object store) must match at
+    least one file."""
+    from transforms.core.runs import check_patterns
+
+    remote = [p for p in patterns if "://" in p]
+    if remote:
+        check_patterns(remote)
     for pattern in patterns:
         if "://" in pattern:
             continue
@@ -175,8 +221,12 @@ def check_inputs(patterns: Sequence[str]) -> None:
 
 
 def check_run_dir(run_dir: str) -> None:
-    """A directory given as a finished run must hold a run's summary (a failed run leaves none)."""
+    """A directory given as a finished run must hold a run's summary (a failed run leaves none);
+    on an object store, a committed run (`transforms.core.runs.resolve_run`)."""
     if "://" in run_dir:
+        from transforms.core.runs import resolve_run
+
+        resolve_run(run_dir)
         return
     path = Path(run_dir)
     if not path.is_dir():
@@ -188,6 +238,9 @@ def check_run_dir(run_dir: str) -> None:
 def check_output(output: str) -> None:
     """`--output` must be creatable and writable, and must not be a directory of something else."""
     if "://" in output:
+        from transforms.core.runs import probe_writable
+
+        probe_writable(output)
         return
     path = Path(output)
     if path.exists() and not path.is_dir():
@@ -214,15 +267,25 @@ def staging_path(output: str) -> Path:
     return path.with_name(f".{path.name}{STAGING_SUFFIX}")
 
 
+def previous_path(output: str) -> Path:
+    """Where the previous output of `output` waits, during a commit, to be removed: beside it."""
+    path = Path(output).resolve()
+    return path.with_name(f".{path.name}{PREVIOUS_SUFFIX}")
+
+
 @contextlib.contextmanager
-def staged(output: str) -> Iterator[str]:
+def staged(output: str, remote_writer: bool = False) -> Iterator[str]:
     """Yield the directory a run writes into; `commit(staging, output)` swaps it in.
 
     On any exception (Ctrl-C and SIGTERM included) the staging directory is removed and the
-    previous output is untouched. Remote outputs (gs://...) are written in place.
+    previous output is untouched. A remote `output` (s3://, gs://) gets a new attempt folder under
+    it (`transforms.core.runs`) when the command's writers are Beam's (`remote_writer`: workers on
+    a cluster write there), else a local temporary directory that `commit` uploads; either way
+    the leftovers of earlier failed attempts are removed first.
     """
     if "://" in output:
-        yield output
+        with _remote_staging(output, remote_writer) as staging:
+            yield staging
         return
     staging = staging_path(output)
     shutil.rmtree(staging, ignore_errors=True)   # a stale one from a killed run
@@ -237,6 +300,28 @@ def staged(output: str) -> Iterator[str]:
         ACTIVE_STAGING.remove(staging)
 
 
+@contextlib.contextmanager
+def _remote_staging(output: str, remote_writer: bool) -> Iterator[str]:
+    from transforms.core.runs import new_attempt, remove_attempts, remove_tree
+
+    remove_attempts(output)
+    if not remote_writer:
+        with tempfile.TemporaryDirectory(prefix="csdata-staging-") as local:
+            ACTIVE_STAGING.append(Path(local))
+            try:
+                yield local
+            finally:
+                ACTIVE_STAGING.remove(Path(local))
+        return
+    attempt = new_attempt(output)
+    try:
+        yield attempt
+    except BaseException:
+        with contextlib.suppress(Exception):   # the store may be what failed: the next run retries
+            remove_tree(attempt)
+        raise
+
+
 def discard_staging() -> None:
     """Remove the staging directories of the runs in progress (a signal handler calls this)."""
     for staging in list(ACTIVE_STAGING):
@@ -245,16 +330,23 @@ def discard_staging() -> None:
 
 def mark_finished(staging: str, info: dict) -> None:
     """Write the marker of a finished run (what ran, with which csdata, when) into `staging`."""
-    if "://" not in staging:
+    if "://" in staging:
+        from transforms.core.runs import write_json
+
+        write_json(f"{staging.rstrip('/')}/{RUN_MARKER}", info)
+    else:
         Path(staging, RUN_MARKER).write_text(json.dumps(info, indent=2), encoding="utf-8")
 
 
 def commit(staging: str, output: str) -> None:
-    """Replace `output` by the finished run in `staging` (two renames in the same directory)."""
+    """Replace `output` by the finished run in `staging`: locally two renames in the same
+    directory, on an object store one commit object written last (`transforms.core.runs`)."""
     if staging == output:
         return
-    target = Path(output).resolve()
-    previous = target.with_name(f".{target.name}{PREVIOUS_SUFFIX}")
+    if "://" in output:
+        _commit_remote(staging, output)
+        return
+    target, previous = Path(output).resolve(), previous_path(output)
     shutil.rmtree(previous, ignore_errors=True)
     # No interrupt between the two renames: the output is always either the old or the new run.
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -265,3 +357,21 @@ def commit(staging: str, output: str) -> None:
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     shutil.rmtree(previous, ignore_errors=True)
+
+
+def _commit_remote(staging: str, output: str) -> None:
+    from transforms.core.runs import (
+        commit_attempt,
+        new_attempt,
+        read_json,
+        remove_attempts,
+        upload,
+    )
+
+    attempt = staging
+    if "://" not in staging:   # a plain command's local staging: its files go up first
+        attempt = new_attempt(output)
+        upload(staging, attempt)
+    info = read_json(f"{attempt.rstrip('/')}/{RUN_MARKER}") or {}
+    commit_attempt(attempt, output, info)
+    remove_attempts(output, keep=attempt)

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from pipeline.runner import quiet_beam_noise
+from transforms.core.runs import retry_store_calls
+
 # A worker sends each output of a bundle to the runner in messages that Beam's data plane fills
 # up to 10 MiB before sending (`_DEFAULT_SIZE_FLUSH_THRESHOLD`; no pipeline option sets it), and
 # each message is copied several times on its way into gRPC. A small input never fills one, so
@@ -59,3 +62,5 @@ def _default_position(function: Any, parameter: str, expected: int) -> Optional[
 
 
 bound_data_messages()
+retry_store_calls()
+quiet_beam_noise()

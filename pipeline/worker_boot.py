@@ -8,6 +8,10 @@ provision service for the job's pipeline options and endpoints, fetches the job'
 (the pickled main session, extra packages), installs the staged packages, and starts Beam's
 `sdk_worker_main` in the same Python with them. `csdata`'s installation on every node provides
 the rest (Beam, spaCy and its model, the `pipeline.worker` plugin the options name).
+
+The worker runs as a child of this process, which removes the staging directory it made once the
+worker exits (an exec would leave one directory in /tmp per worker ever started); the worker dies
+with this process (Linux's parent-death signal), so a killed boot leaves no orphan behind.
 """
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ import argparse
 import json
 import logging
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +29,7 @@ from typing import Sequence
 
 LOG = logging.getLogger("csdata.worker_boot")
 STAGING_ROLE = "beam:artifact:role:staging_to:v1"
+TEMP_PREFIX = "csdata-sdk-worker-"   # + the boot's pid + "-" + random: whose directory it is
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -84,6 +91,29 @@ def install_staged(staged: Path) -> None:
         subprocess.run([*pip, *packages], check=True)
 
 
+def remove_orphans(temp: Path) -> list[Path]:
+    """Remove the staging directories of boots that are gone (a boot killed with SIGKILL cannot
+    clean up after itself); returns them."""
+    removed = []
+    for folder in temp.glob(f"{TEMP_PREFIX}*-*"):
+        pid = folder.name[len(TEMP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process
+        return True
+    return True
+
+
 def descriptor(url: str) -> str:
     """An ApiServiceDescriptor in the text form Beam's worker reads from its environment."""
     return f'url: "{url}"'
@@ -101,7 +131,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         stub = beam_provision_api_pb2_grpc.ProvisionServiceStub(channel)
         info = stub.GetProvisionInfo(beam_provision_api_pb2.GetProvisionInfoRequest(),
                                      metadata=[("worker_id", args.id)]).info
-    semi = Path(args.semi_persist_dir or tempfile.mkdtemp(prefix="csdata-sdk-worker-"))
+    if not args.semi_persist_dir:
+        remove_orphans(Path(tempfile.gettempdir()))
+    semi = Path(args.semi_persist_dir or tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
     staged = semi / "staged"
     if args.artifact_endpoint and info.dependencies:
         files = fetch_artifacts(args.artifact_endpoint, args.id, info.dependencies, staged)
@@ -123,8 +155,34 @@ def main(argv: Sequence[str] | None = None) -> None:
         env["STATUS_API_SERVICE_DESCRIPTOR"] = descriptor(info.status_endpoint.url)
     LOG.info("worker %s: starting Beam's SDK worker (%s)", args.id,
              json.dumps({"control": control_url, "python": sys.executable}))
-    os.execve(sys.executable, [sys.executable, "-m", "apache_beam.runners.worker.sdk_worker_main"], env)
+    try:
+        code = run_worker([sys.executable, "-m", "apache_beam.runners.worker.sdk_worker_main"], env)
+    finally:
+        if not args.semi_persist_dir:
+            shutil.rmtree(semi, ignore_errors=True)
+    sys.exit(code)
 
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    with_errno = ctypes.CDLL(None, use_errno=True)
+    with_errno.prctl(1, signal.SIGKILL)   # 1: PR_SET_PDEATHSIG
+
+
+def run_worker(command: Sequence[str], env: dict[str, str]) -> int:
+    """Run `command` as a child that dies with this process, pass SIGTERM and SIGINT on to it,
+    and return its exit status as a shell reports it (128 + N for a signal N)."""
+    child = subprocess.Popen(list(command), env=env, preexec_fn=_die_with_parent)
+
+    def forward(signum: int, _frame) -> None:
+        child.send_signal(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, forward)
+    code = child.wait()
+    return 128 - code if code < 0 else code
 
 if __name__ == "__main__":
     main()

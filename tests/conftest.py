@@ -7,11 +7,14 @@ import os
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
+
+from tests.s3 import store
 
 DATA = Path(__file__).parent / "data" / "record"
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,3 +110,27 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+
+
+# ---- the S3 server of `make s3-up` (tests/s3/store.py) ----------------------------------------
+
+@pytest.fixture(scope="session")
+def s3():
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client("s3", endpoint_url=store.ENDPOINT, aws_access_key_id=store.KEY,
+                          aws_secret_access_key=store.SECRET, region_name=store.REGION,
+                          config=Config(retries={"max_attempts": 2}))
+    try:
+        client.head_bucket(Bucket=store.BUCKET)
+    except Exception as error:  # noqa: BLE001 - whatever it is, the server is not usable
+        pytest.fail(f"no S3 server with bucket {store.BUCKET!r} at {store.ENDPOINT} ({error}): run "
+                    "these tests with `make services-test` (or `make s3-up` first)", pytrace=False)
+    return client
+
+
+@pytest.fixture
+def prefix(s3) -> str:
+    """A key prefix of this test's own: `s3://csdata/<prefix>/...`."""
+    return f"tests/{uuid.uuid4().hex[:12]}"

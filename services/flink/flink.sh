@@ -5,7 +5,10 @@
 #   flink.sh fetch   Flink's distribution (PyPI wheels, unpacked) and the job server class path
 #                    (Maven) into the cache; offline after the first time
 #   flink.sh up      a JobManager (REST and web UI on localhost:8081) and two TaskManagers with
-#                    two slots each; returns once both TaskManagers are registered
+#                    two slots each; returns once both TaskManagers are registered. A watchdog
+#                    starts a new TaskManager when one dies, as a cluster manager (Kubernetes,
+#                    YARN) would, so that a job that lost one restarts (config.yaml's restart
+#                    strategy) on the same number of slots
 #   flink.sh down    stops them and every process they started; leaves nothing running
 #   flink.sh status  what runs now
 #
@@ -117,6 +120,9 @@ up() {
   flink_env
   "$FLINK_HOME/bin/jobmanager.sh" start >/dev/null
   for _ in $(seq "$TASKMANAGERS"); do "$FLINK_HOME/bin/taskmanager.sh" start >/dev/null; done
+  # setsid: out of the caller's process group (make, a test), whose end must not stop it.
+  setsid nohup "$HERE/flink.sh" watch >>"$CLUSTER/log/watchdog.log" 2>&1 </dev/null &
+  echo $! > "$CLUSTER/watchdog.pid"
   local waited=0
   while [ "$(registered)" != "$TASKMANAGERS" ]; do
     sleep 1; waited=$((waited + 1))
@@ -126,6 +132,29 @@ up() {
     fi
   done
   echo "flink.sh: Flink $FLINK_VERSION on localhost:$REST_PORT: 1 JobManager, $TASKMANAGERS TaskManagers x 2 slots (web UI http://localhost:$REST_PORT)" >&2
+}
+
+alive_in() {
+  # The live pids listed in pid file $1.
+  [ -f "$1" ] || return 0
+  while read -r pid; do kill -0 "$pid" 2>/dev/null && echo "$pid"; done < "$1"
+  true
+}
+
+watch() {
+  # Until the JobManager goes: start a TaskManager for each one that died (SIGKILL, out of
+  # memory), logging it. A lost TaskManager's slots come back on the new one within seconds.
+  flink_env
+  local jm tm
+  jm="$(ls "$CLUSTER"/flink-*-standalonesession.pid)"; tm="${jm%-standalonesession.pid}-taskexecutor.pid"
+  while [ -n "$(alive_in "$jm")" ]; do
+    local live; live="$(alive_in "$tm" | wc -l)"
+    if [ "$live" -lt "$TASKMANAGERS" ]; then
+      echo "$(date -u +%FT%TZ) watchdog: $live of $TASKMANAGERS TaskManagers alive; starting one"
+      "$FLINK_HOME/bin/taskmanager.sh" start >/dev/null || true
+    fi
+    sleep 2
+  done
 }
 
 pids() {
@@ -143,7 +172,13 @@ descendants() {
 }
 
 down() {
-  local daemons all
+  local daemons all watchdog
+  # The watchdog first: it would start TaskManagers again as they stop.
+  watchdog="$(alive_in "$CLUSTER/watchdog.pid")"
+  if [ -n "$watchdog" ]; then
+    kill "$watchdog" 2>/dev/null || true
+    timeout 10 tail --pid="$watchdog" -f /dev/null 2>/dev/null || kill -9 "$watchdog" 2>/dev/null || true
+  fi
   daemons="$(pids)"
   [ -z "$daemons" ] && { echo "flink.sh: no cluster running" >&2; return 0; }
   # The TaskManagers' Python SDK workers (and anything they started) go with them.
@@ -175,6 +210,7 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
+  watch) watch ;;
   home) echo "$FLINK_HOME" ;;
   job-server-jar) echo "$JOB_SERVER/job-server.jar" ;;
   *) echo "usage: flink.sh fetch|up|down|status|home|job-server-jar" >&2; exit 2 ;;

@@ -1,7 +1,14 @@
 """`csdata-sdk-worker` (pipeline.worker_boot): the arguments Beam's Java runner starts it with,
-and the names and descriptors it hands Beam's SDK worker. Its whole run, on real TaskManagers,
+the names and descriptors it hands Beam's SDK worker, and the worker's life under it. Its whole run, on real TaskManagers,
 is tested in tests/flink."""
 from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
@@ -33,3 +40,45 @@ def test_an_endpoint_is_written_as_the_text_proto_beams_worker_parses():
 
     parsed = text_format.Parse(descriptor("localhost:40004"), endpoints_pb2.ApiServiceDescriptor())
     assert parsed.url == "localhost:40004"
+
+
+def test_the_worker_exit_status_is_passed_on_as_a_shell_reports_it():
+    from pipeline.worker_boot import run_worker
+
+    assert run_worker([sys.executable, "-c", "raise SystemExit(3)"], dict(os.environ)) == 3
+    assert run_worker([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
+                      dict(os.environ)) == 128 + signal.SIGKILL
+
+
+def test_a_boot_killed_with_sigkill_takes_its_worker_with_it(tmp_path):
+    pid_file = tmp_path / "worker.pid"
+    worker = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    boot = subprocess.Popen([sys.executable, "-c",
+                             "import os, sys\nfrom pipeline.worker_boot import run_worker\n"
+                             f"run_worker([sys.executable, '-c', {worker!r}], dict(os.environ))"],
+                            cwd=Path(__file__).resolve().parents[2])
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the worker did not start"
+        time.sleep(0.1)
+    child = int(pid_file.read_text())
+    boot.kill()
+    boot.wait()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and "Z" not in Path(f"/proc/{child}/stat").read_text().split()[2]:
+        assert time.monotonic() < deadline, "the worker outlived its boot"
+        time.sleep(0.1)
+
+
+def test_staging_directories_of_boots_that_are_gone_are_removed(tmp_path):
+    from pipeline.worker_boot import TEMP_PREFIX, remove_orphans
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    orphan = tmp_path / f"{TEMP_PREFIX}{gone}-abc123"
+    live = tmp_path / f"{TEMP_PREFIX}{os.getpid()}-def456"
+    other = tmp_path / "csdata-sdk-worker-notapid"
+    for folder in (orphan, live, other):
+        (folder / "staged").mkdir(parents=True)
+    assert remove_orphans(tmp_path) == [orphan]
+    assert live.exists() and other.exists() and not orphan.exists()

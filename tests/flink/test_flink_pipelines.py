@@ -1,7 +1,7 @@
 """Every Beam pipeline on a real Flink cluster writes the rows of the in-process runner.
 
-Needs the cluster of `make flink-test` (services/flink: a JobManager on localhost:8081 and two
-TaskManagers with two slots each); `make flink-test` starts it, runs this module and stops it.
+Needs the cluster of `make services-test` (services/flink: a JobManager on localhost:8081 and two
+TaskManagers with two slots each); `make services-test` starts it, runs this module and stops it.
 Each command runs twice on the same small inputs of the repo, in process and with only
 `--runner=FlinkRunner --flink_master=...` added; every Parquet table (rejects included, rows
 sorted) and `summary.json` must be equal. Each job is then checked through Flink's REST API: its
@@ -51,7 +51,7 @@ def taskmanagers() -> set[str]:
     try:
         listed = rest_get(MASTER, "/taskmanagers")["taskmanagers"]
     except OSError as error:
-        pytest.fail(f"no Flink cluster at {MASTER} ({error}): run these tests with `make flink-test`")
+        pytest.fail(f"no Flink cluster at {MASTER} ({error}): run these tests with `make services-test`")
     assert len(listed) == 2, f"expected the 2 TaskManagers of `make flink-up`, found {len(listed)}"
     return {tm["id"] for tm in listed}
 

@@ -11,3 +11,9 @@ class UserError(Exception):
 class JobFailed(Exception):
     """A job that failed on a cluster: the CLI prints its one line (the job and the first worker
     error, the full report being in the cluster's logs) and exits 1."""
+
+
+class StorageError(Exception):
+    """A run whose output storage failed it (a full disk, a bucket that refuses writes, a store
+    that stayed away past the retries): the CLI prints its one line, naming the output, and
+    exits 1; the previous output is kept."""

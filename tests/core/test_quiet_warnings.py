@@ -1,0 +1,48 @@
+"""Beam's meaningless warnings stay off the terminal; real ones, and everything under `-v`, reach it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+# BatchElements' batch-size fit on timings that are all alike: numpy warns twice.
+DEGENERATE_FIT = """
+import warnings
+from pipeline.runner import quiet_beam_noise
+quiet_beam_noise()
+from apache_beam.transforms.util import _BatchSizeEstimator
+_BatchSizeEstimator.linear_regression_numpy([1] * 11 + [2], [1e-9] * 12)
+warnings.warn("a real warning")
+"""
+
+
+def stderr_of(code: str, **env: str) -> str:
+    environ = {k: v for k, v in os.environ.items() if k != "CSDATA_VERBOSE"}
+    environ.update(env)
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True,
+                          text=True, check=True).stderr
+
+
+def test_batch_elements_fit_warnings_are_hidden_and_real_ones_shown():
+    err = stderr_of(DEGENERATE_FIT)
+    assert "Polyfit may be poorly conditioned" not in err
+    assert "divide by zero" not in err
+    assert "UserWarning: a real warning" in err
+
+
+def test_verbose_shows_everything():
+    err = stderr_of(DEGENERATE_FIT, CSDATA_VERBOSE="1")
+    assert "RankWarning: Polyfit may be poorly conditioned" in err
+    assert "RuntimeWarning: divide by zero" in err
+
+
+@pytest.mark.parametrize("flags, shown", [([], False), (["-v"], True)])
+def test_the_cli_sets_verbose_for_the_workers_it_starts(flags, shown):
+    code = ("import os, sys\nfrom pipeline.cli import main\n"
+            f"main({flags!r} + ['stats', '/nonexistent'])\n"
+            "print(os.environ.get('CSDATA_VERBOSE', ''), file=sys.stderr)")
+    assert stderr_of(code).splitlines()[-1] == ("1" if shown else "")

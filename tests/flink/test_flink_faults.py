@@ -1,0 +1,198 @@
+"""Faults on the real Flink cluster, each survived: a TaskManager killed with SIGKILL, a Python
+worker killed (as the out-of-memory killer does), the S3 server away for a while mid-run, a full
+disk and a bucket that refuses writes.
+
+Needs the cluster and the S3 server of `make services-test` (services/flink, services/s3). A job
+that loses a TaskManager or a worker is restarted by the restart strategy `make flink-up`
+configures (services/flink/config.yaml), on a TaskManager that flink.sh's watchdog starts in place
+of a lost one, and writes the rows of a clean in-process run; a full disk or bucket ends the
+command in one line with the previous output untouched."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.flink import rest_get
+from tests.conftest import DATA, ROOT, parquet_rows
+from tests.flink.test_flink_pipelines import FLINK, JOB_LINE, MASTER, assert_same_output, digest, run
+from tests.s3.store import BUCKET, FULL_BUCKET, S3_ARGS, keys, upload
+from transforms.core.cache import cache_dir
+
+pytestmark = [pytest.mark.flink, pytest.mark.slow]
+
+CLUSTER = cache_dir() / "flink-cluster"
+S3_SH = ROOT / "services" / "s3" / "s3.sh"
+RESTARTED = re.compile(r"^csdata: Flink job [0-9a-f]{32}: task .+ failed: .+; Flink restarts the job$", re.M)
+STORIES = [str(DATA / "cnn"), str(DATA / "dailymail")]
+GENERATE = ["record", "generate", *[a for path in STORIES for a in ("--input", path)]]
+
+
+class Driver:
+    """`csdata ARGV` on the cluster in a subprocess, its stderr in a file."""
+
+    def __init__(self, argv: list[str], log: Path):
+        self.log = log
+        self.process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *argv, *FLINK], cwd=ROOT,
+                                        stdout=subprocess.DEVNULL, stderr=log.open("w"),
+                                        env=dict(os.environ, CSDATA_PROGRESS_SECONDS="1"))
+
+    def job_id(self, wait: float = 180) -> str:
+        deadline = time.monotonic() + wait
+        while not (found := JOB_LINE.search(self.log.read_text())):
+            assert self.process.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, "no Flink job id in 3 minutes"
+            time.sleep(0.2)
+        return found.group(1)
+
+    def finish(self, wait: float = 420) -> tuple[int, str]:
+        code = self.process.wait(timeout=wait)
+        return code, self.log.read_text()
+
+
+def python_stage_running(job_id: str) -> bool:
+    """Whether a Python stage (a MapPartition) of the job runs now."""
+    job = rest_get(MASTER, f"/jobs/{job_id}")
+    return any("MapPartition" in v["name"] and v["status"] == "RUNNING" for v in job["vertices"])
+
+
+def wait_until(condition, wait: float, what: str) -> None:
+    deadline = time.monotonic() + wait
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {wait:.0f} s"
+        time.sleep(0.2)
+
+
+def failures(job_id: str) -> int:
+    return len(rest_get(MASTER, f"/jobs/{job_id}/exceptions").get("exceptionHistory", {}).get("entries", []))
+
+
+def taskmanager_pids() -> list[int]:
+    pids = [int(p) for f in CLUSTER.glob("flink-*-taskexecutor.pid") for p in f.read_text().split()]
+    return [p for p in pids if Path(f"/proc/{p}").exists()]
+
+
+def test_a_taskmanager_killed_mid_job_is_replaced_and_the_job_writes_the_clean_rows(tmp_path, capsys):
+    run([*GENERATE, "--output", str(tmp_path / "local")], capsys)
+    driver = Driver([*GENERATE, "--output", str(tmp_path / "flink")], tmp_path / "stderr")
+    job_id = driver.job_id()
+    wait_until(lambda: python_stage_running(job_id), 120, "a Python stage running")
+    victim = taskmanager_pids()[-1]
+    os.kill(victim, signal.SIGKILL)
+    code, err = driver.finish()
+    assert code == 0, err
+    assert RESTARTED.search(err), err
+    assert "Traceback" not in err
+    assert_same_output(tmp_path / "local", tmp_path / "flink")
+    assert victim not in taskmanager_pids()
+    wait_until(lambda: rest_get(MASTER, "/overview")["taskmanagers"] == 2, 120, "two TaskManagers again")
+
+
+def test_a_python_worker_killed_mid_job_is_restarted_and_the_job_writes_the_clean_rows(tmp_path, capsys):
+    run([*GENERATE, "--output", str(tmp_path / "local")], capsys)
+    driver = Driver([*GENERATE, "--output", str(tmp_path / "flink")], tmp_path / "stderr")
+    job_id = driver.job_id()
+    killed: set[int] = set()
+    deadline = time.monotonic() + 180
+    # SIGKILL every Python worker there is until the job has failed once (a worker between two
+    # bundles may die unnoticed: the next one is killed then).
+    while failures(job_id) == 0:
+        assert driver.process.poll() is None and time.monotonic() < deadline, "no worker was lost mid-bundle"
+        workers = subprocess.run(["pgrep", "-f", "apache_beam.runners.worker.sdk_worker_main"],
+                                 capture_output=True, text=True).stdout.split()
+        for pid in map(int, workers):
+            if python_stage_running(job_id):
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+        time.sleep(0.3)
+    code, err = driver.finish()
+    assert code == 0, err
+    assert killed and RESTARTED.search(err), err
+    assert_same_output(tmp_path / "local", tmp_path / "flink")
+    assert not list(Path("/tmp").glob(f"csdata-sdk-worker-{os.getpid()}-*"))
+
+
+def s3_server(command: str) -> None:
+    subprocess.run(["bash", str(S3_SH), command], check=True, capture_output=True,
+                   env=dict(os.environ, PYTHON=sys.executable))
+
+
+def test_the_s3_server_away_mid_write_is_ridden_out_and_the_run_commits_whole(s3, prefix, tmp_path, capsys):
+    upload(s3, {p.name: p for p in sorted((DATA / "cnn" / "stories").glob("*.story"))}, f"{prefix}/in")
+    argv = ["record", "generate", "--input", f"s3://{BUCKET}/{prefix}/in/*.story", *S3_ARGS]
+    run([*argv, "--output", str(tmp_path / "local")], capsys)
+    driver = Driver([*argv, "--output", f"s3://{BUCKET}/{prefix}/out"], tmp_path / "stderr")
+    driver.job_id()
+
+    def writing() -> bool:
+        assert driver.process.poll() is None, driver.log.read_text()
+        return any("/runs/2" in key for key in keys(s3, f"{prefix}/out/"))
+
+    wait_until(writing, 300, "the job writing its attempt")
+    s3_server("down")
+    try:
+        time.sleep(5)
+    finally:
+        s3_server("up")
+    code, err = driver.finish()
+    assert code == 0, err
+    marker = json.loads(s3.get_object(Bucket=BUCKET, Key=f"{prefix}/out/csdata-run.json")["Body"].read())
+    attempt = f"{prefix}/out/{marker['run']}"
+    fetched = tmp_path / "fetched"
+    for key in keys(s3, attempt):
+        target = fetched / key[len(attempt) + 1:]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        s3.download_file(BUCKET, key, str(target))
+    assert parquet_rows(fetched) == parquet_rows(tmp_path / "local")
+    assert {k.split("/")[4] for k in keys(s3, f"{prefix}/out/runs/")} == {marker["run"].split("/")[1]}
+
+
+def error_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "error" in line.lower()]
+
+
+def test_a_full_disk_under_the_cluster_is_one_line_and_keeps_the_previous_output(tmp_path, capsys):
+    if os.geteuid() != 0:
+        pytest.fail("mounting the tmpfs the TaskManagers write to needs root")
+    run(["record", "generate", "--input", str(DATA / "cnn"), "--output", str(tmp_path / "previous")], capsys)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
+    try:
+        shutil.copytree(tmp_path / "previous", mnt / "out")
+        before = digest(mnt / "out")
+        free = shutil.disk_usage(mnt).free
+        (mnt / "filler").write_bytes(b"\0" * (free - 24 * 1024))
+        started = time.monotonic()
+        driver = Driver([*GENERATE, "--output", str(mnt / "out")], tmp_path / "stderr")
+        code, err = driver.finish()
+        assert code == 1, err
+        assert error_lines(err) == [f"csdata: error: no space left writing {mnt}/out (the disk or bucket is "
+                                    "full); previous output kept"], err
+        assert "Traceback" not in err and not RESTARTED.search(err), err   # cancelled, not restarted
+        assert time.monotonic() - started < 150
+        assert digest(mnt / "out") == before
+        assert sorted(p.name for p in mnt.iterdir()) == ["filler", "out"]
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_a_bucket_that_refuses_writes_is_one_line_before_the_job(s3, prefix, tmp_path, capsys):
+    output = f"s3://{FULL_BUCKET}/{prefix}/out"
+    before = keys(s3, "", bucket=FULL_BUCKET)
+    driver = Driver([*GENERATE, "--output", output, *S3_ARGS], tmp_path / "stderr")
+    code, err = driver.finish()
+    assert code == 2, err
+    assert err.splitlines() == [
+        f"csdata: error: --output {output}: cannot write there (the store refuses writes: no space left in "
+        "the bucket (a quota), or no write permission (it answered InternalError))"], err
+    assert not JOB_LINE.search(err)
+    assert keys(s3, "", bucket=FULL_BUCKET) == before
