@@ -194,12 +194,16 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     from data_specs.models import CosmosSpec
     from transforms.core.accounting import STAGE_UNITS, format_summary
 
-    if command in ("release", "reproduce"):
-        from pipeline.releases import release_command, reproduce_command
+    if command == "reproduce":   # the user's Beam options apply to the steps it reruns
+        from pipeline.releases import reproduce_command
+
+        return reproduce_command(args, extra)
+    if command == "release":
+        from pipeline.releases import release_command
 
         if extra:
             args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        return release_command(args, build_release) if command == "release" else reproduce_command(args)
+        return release_command(args, build_release)
     if command != "paragraphs" and extra:
         raise SystemExit(f"csdata cosmos {command}: unrecognized arguments: {' '.join(extra)}")
     if command == "paragraphs":

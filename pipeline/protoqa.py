@@ -653,7 +653,7 @@ def stats(path) -> str:
 
 def run(args, extra: Sequence[str], beam_options) -> int:
     command = args.protoqa_command
-    if command != "questions" and extra:
+    if command not in ("questions", "reproduce") and extra:
         raise SystemExit(f"csdata protoqa {command}: unrecognized arguments: {' '.join(extra)}")
     if command == "score":
         means, n_questions, seconds = run_score(args.targets, args.predictions, args.similarity,
@@ -674,7 +674,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     if command == "reproduce":
         from pipeline.releases import reproduce_command
 
-        return reproduce_command(args)
+        return reproduce_command(args, extra)
     spec = load_dataset_spec(ProtoqaSpec, args.spec, args.overrides)
     if command == "assign":
         return run_assign(with_assign_threshold(spec, args.threshold), args.targets, args.answers,

@@ -338,6 +338,10 @@ def _export(args) -> int:
 def run(args, extra: Sequence[str], beam_options) -> int:
     """Run the parsed `csdata record ...` command; `extra` (unknown arguments) go to Beam."""
     command = args.record_command
+    if command == "reproduce":   # the user's Beam options apply to the steps it reruns
+        from pipeline.releases import reproduce_command
+
+        return reproduce_command(args, extra)
     if command in BEAM_COMMANDS:
         handler = {"generate": _generate, "annotate": _annotate, "compare-annotators": _compare,
                    "annotation-inputs": _annotation_inputs, "filter": _filter}[command]
@@ -350,10 +354,10 @@ def run(args, extra: Sequence[str], beam_options) -> int:
         return _hits(args)
     if command == "export":
         return _export(args)
-    if command in ("release", "reproduce"):
-        from pipeline.releases import release_command, reproduce_command
+    if command == "release":
+        from pipeline.releases import release_command
 
-        return release_command(args, build_release) if command == "release" else reproduce_command(args)
+        return release_command(args, build_release)
     raise SystemExit(f"unknown record command {command!r}")
 
 

@@ -46,6 +46,10 @@ def add_release_commands(sub: Any, dataset: str, what: str, release: bool = True
                     "`identical` or which tables differ (exit 1 when any differs).")
     reproduce.add_argument("release_dir", help="a release directory (with provenance.json)")
     reproduce.add_argument("--output", required=True, help="new directory for the rerun")
+    reproduce.add_argument("--trust-recorded-options", action="store_true",
+                           help="also apply the Beam and runner options recorded in provenance.json "
+                                "(by default they are listed and ignored: they were chosen by whoever "
+                                "made the release; your own Beam options on this line apply instead)")
     reproduce.set_defaults(command_parser=reproduce)
 
 
@@ -147,9 +151,12 @@ def release_command(args: argparse.Namespace, build: Callable[[str, Optional[dic
 
 # ---- csdata DATASET reproduce ----------------------------------------------------------------
 
-def reproduce_command(args: argparse.Namespace) -> int:
+def reproduce_command(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
     """Rerun a release's recorded steps into `args.output` and compare the rows (exit 1 when a
-    table differs)."""
+    table differs). A step keeps csdata's own recorded arguments (inputs, checked by hash; the
+    recorded spec; upstream outputs) but never the Beam options recorded with them, which the
+    release's author chose: `extra`, the user's own, apply instead, and the recorded ones only
+    with `--trust-recorded-options`."""
     from pipeline.runner import check_output, mark_finished
     from transforms.core.errors import UserError
     from transforms.core.provenance import changed_inputs, read_provenance
@@ -158,6 +165,15 @@ def reproduce_command(args: argparse.Namespace) -> int:
     if provenance is None or not provenance["steps"]:
         raise UserError(f"{args.release_dir} has no provenance.json (release it with this csdata version)")
     check_output(args.output)
+    steps = [parse_step(step, index) for index, step in enumerate(provenance["steps"])]
+    trust = getattr(args, "trust_recorded_options", False)
+    from pipeline.runner import check_beam_args
+
+    check_beam_args([*extra, *(option for _, recorded in steps for option in recorded if trust)])
+    for index, (_, recorded) in enumerate(steps):
+        if recorded:
+            verdict = "applied (--trust-recorded-options)" if trust else "ignored"
+            print(f"step {index + 1}: recorded options {verdict}: {' '.join(recorded)}")
     for step in provenance["steps"]:
         cwd = step.get("cwd") if step.get("cwd") and os.path.isdir(step["cwd"]) else "."
         changed = changed_inputs(step.get("inputs") or [], cwd)
@@ -169,7 +185,9 @@ def reproduce_command(args: argparse.Namespace) -> int:
     for index, step in enumerate(provenance["steps"]):
         last = index == len(provenance["steps"]) - 1
         target = new / "release" if last else runs / f"{index + 1:02d}-{step['command'].replace(' ', '-')}"
-        code = rerun_step(step, str(target), outputs, runs / f"{index + 1:02d}.spec.yaml")
+        parsed, recorded = steps[index]
+        options = [*recorded, *extra] if trust else list(extra)
+        code = rerun_step(step, parsed, options, str(target), outputs, runs / f"{index + 1:02d}.spec.yaml")
         if code != 0:
             print(f"csdata: step {index + 1} (csdata {step['command']}) exited with {code}")
             return code
@@ -186,15 +204,42 @@ def reproduce_command(args: argparse.Namespace) -> int:
     return EXIT_DIFFERENT if different else 0
 
 
-def rerun_step(step: Mapping[str, Any], output: str, outputs: Sequence[str], spec_file: Path) -> int:
-    """Run one recorded step again: its command line with `--output` replaced, the recorded spec
-    (written to `spec_file`) instead of `--spec`/`--set`, and each upstream argument pointing at
-    the rerun of its step; relative paths are read from the recorded working directory."""
+def parse_step(step: Mapping[str, Any], index: int) -> tuple[argparse.Namespace, list[str]]:
+    """A recorded step's command line, parsed by csdata's parser: (csdata's arguments, the other
+    options recorded with them). A command line csdata rejects, or that names no dataset
+    command, is a UserError (one line)."""
+    import contextlib
+    import io
+
+    from pipeline.cli import build_parser, dataset_modules
+    from transforms.core.errors import UserError
+
+    argv = step.get("argv") if isinstance(step, Mapping) else None
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise UserError(f"provenance.json step {index + 1}: no recorded command line (argv)")
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):   # argparse prints usage before it exits
+            args, recorded = build_parser().parse_known_args(argv)
+    except SystemExit:
+        raise UserError(f"provenance.json step {index + 1}: csdata does not accept the recorded command "
+                        f"line `csdata {' '.join(argv)[:200]}`") from None
+    names = [m.__name__.rsplit(".", 1)[-1] for m in dataset_modules()]
+    if args.command not in names or not getattr(args, "staged_output", False):
+        raise UserError(f"provenance.json step {index + 1}: `csdata {' '.join(argv[:3])}` is not a "
+                        "command that writes a dataset output")
+    return args, recorded
+
+
+def rerun_step(step: Mapping[str, Any], args: argparse.Namespace, options: Sequence[str], output: str,
+               outputs: Sequence[str], spec_file: Path) -> int:
+    """Run one recorded step again (`args`: its parsed command line) with Beam `options`: its
+    `--output` replaced, the recorded spec (written to `spec_file`) instead of `--spec`/`--set`,
+    and each upstream argument pointing at the rerun of its step; relative paths are read from
+    the recorded working directory."""
     import yaml
 
-    from pipeline.cli import build_parser, dataset_modules, run_command
+    from pipeline.cli import dataset_modules, run_command
 
-    args, extra = build_parser().parse_known_args(list(step["argv"]))
     args.argv = list(step["argv"])
     args.output = output
     if step.get("spec") is not None and hasattr(args, "spec"):
@@ -208,7 +253,7 @@ def rerun_step(step: Mapping[str, Any], output: str, outputs: Sequence[str], spe
     cwd = step.get("cwd")
     os.chdir(cwd if cwd and os.path.isdir(cwd) else here)
     try:
-        return run_command(module, args, extra)
+        return run_command(module, args, options)
     finally:
         os.chdir(here)
 
