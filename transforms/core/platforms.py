@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from urllib.parse import parse_qsl, urlencode
 
+from transforms.core.cells import csv_cell
 from transforms.core.errors import UserError
 
 PathLike = Union[str, Path]
@@ -114,7 +115,7 @@ def write_mturk_batch(path: PathLike, variables: Sequence[str], rows: Iterable[M
             missing = [v for v in variables if v not in row]
             if missing:
                 raise ValueError(f"batch row lacks variables {missing}")
-            writer.writerow([row[v] for v in variables])
+            writer.writerow([csv_cell(row[v]) for v in variables])
             written += 1
     return written
 

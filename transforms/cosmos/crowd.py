@@ -41,6 +41,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from data_specs.models import CosmosHitsSection
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import stage_entry
+from transforms.core.cells import csv_row, read_csv_cell
 from transforms.core.errors import UserError
 from transforms.core.io import read_table
 from transforms.core.platforms import (
@@ -105,7 +106,7 @@ def export_question_hits(run_dir: PathLike, out_csv: PathLike, hits: CosmosHitsS
         writer = csv.writer(handle)
         writer.writerow(HIT_COLUMNS)
         for r in rows:
-            writer.writerow([r["paragraph_id"], r["blog_id"], r["text"], text])
+            writer.writerow(csv_row([r["paragraph_id"], r["blog_id"], r["text"], text]))
     return len(rows)
 
 
@@ -132,8 +133,8 @@ def export_validation_hits(run_dir: PathLike, questions: PathLike, out: PathLike
         writer.writerow(VALIDATION_HIT_COLUMNS)
         for qset in sets:
             options = hits_pages.shuffled_options(qset.set_id, qset.options, seed)
-            writer.writerow([qset.set_id, qset.paragraph_id, paragraphs[qset.paragraph_id]["text"], qset.question,
-                             json.dumps(options, ensure_ascii=False)])
+            writer.writerow(csv_row([qset.set_id, qset.paragraph_id, paragraphs[qset.paragraph_id]["text"],
+                                     qset.question, json.dumps(options, ensure_ascii=False)]))
     return len(sets)
 
 
@@ -194,7 +195,7 @@ def _read_csv(path: PathLike, required: Sequence[str]) -> list[dict[str, str]]:
         missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:
             raise UserError(f"{path}: missing columns {missing}")
-        return [{k: (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
+        return [{k: read_csv_cell((v or "").strip()) for k, v in row.items() if k is not None} for row in reader]
 
 
 def yes_no(value: str, column: str) -> bool:

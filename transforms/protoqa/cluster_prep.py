@@ -30,6 +30,7 @@ import numpy as np
 from data_specs.models import AnswersSection, ProposalsOptions
 from filters.protoqa import normalize_question, straighten_typography
 from transforms.core.accounting import Reject
+from transforms.core.cells import unescaped_dict
 from transforms.core.errors import UserError
 from transforms.core.io import read_table
 from transforms.core.models import MiniLMEncoder, check_minilm, check_spacy, load_spacy
@@ -134,12 +135,13 @@ def read_crowd_answers(text: str) -> tuple[list[QuestionAnswers], list[Reject], 
     """
     reader = csv.DictReader(io.StringIO(text))
     fields = {f.strip().lower(): f for f in reader.fieldnames or []}
+    records = (unescaped_dict(row) for row in reader)   # the CSV `protoqa hits import` wrote
     if "answer" not in fields or "question" not in fields:
         raise UserError("crowd answers CSV needs the columns question and answer "
                          "(and optionally question_id, count)")
     questions: OrderedDict[str, QuestionAnswers] = OrderedDict()
     rejects, rows = [], 0
-    for n, row in enumerate(reader, start=2):
+    for n, row in enumerate(records, start=2):
         rows += 1
         question = (row.get(fields["question"]) or "").strip()
         qid = (row.get(fields.get("question_id", ""), "") or "").strip() or question_id_for(question)

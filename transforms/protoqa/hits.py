@@ -31,6 +31,7 @@ from typing import Iterable, Optional, Sequence
 
 from transforms.core import pages
 from transforms.core.accounting import Reject
+from transforms.core.cells import escaped_dict
 from transforms.core.errors import UserError
 from transforms.core.platforms import (
     LABEL_STUDIO,
@@ -319,7 +320,7 @@ def _write_csv(path: str, columns: Sequence[str], rows: Iterable[dict]) -> None:
     writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore",
                             lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(escaped_dict(row) for row in rows)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.partial")

@@ -30,6 +30,7 @@ from typing import Iterable, Optional, Sequence
 
 from filters.protoqa import normalize_question
 from transforms.core.accounting import Reject
+from transforms.core.cells import escaped_dict, read_csv_cell, xlsx_text
 from transforms.core.errors import UserError
 from transforms.protoqa.blanc import LinkCounts, blanc_from_counts, link_counts
 from transforms.protoqa.cluster_prep import question_id_for
@@ -84,7 +85,7 @@ def write_csv(path: str, columns: Sequence[str], rows: Iterable[dict]) -> None:
     with open(path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(columns), extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(escaped_dict(row) for row in rows)
 
 
 def read_sheet(text: str, question_ids: Optional[dict[str, str]] = None
@@ -95,7 +96,7 @@ def read_sheet(text: str, question_ids: Optional[dict[str, str]] = None
     adjudicated` (adjudication sheet), or the stub's annotator columns and `Combined`.
     `question_ids` maps normalised question text to ids for sheets without a question_id column.
     """
-    reader = csv.reader(io.StringIO(text))
+    reader = ([read_csv_cell(cell) for cell in row] for row in csv.reader(io.StringIO(text)))
     try:
         header = next(reader)
     except StopIteration:
@@ -203,6 +204,8 @@ def write_xlsx(path: str, rows: Sequence[dict], invalid_labels: Sequence[str]) -
             sheet.append([str(row["question_id"]), str(row["question"]), str(row["answer"]),
                           int(row["count"]), str(row["fixed_spelling"]),
                           str(row["proposed_cluster"]), str(row["annotator_cluster"] or "")])
+            for cell in sheet[sheet.max_row]:
+                xlsx_text(cell)   # an answer "=HYPERLINK(...)" stays text
         for i, name in enumerate(ANNOTATOR_COLUMNS, start=1):
             sheet.column_dimensions[get_column_letter(i)].width = widths[name]
         for cell in sheet["B"][1:]:
@@ -214,7 +217,7 @@ def write_xlsx(path: str, rows: Sequence[dict], invalid_labels: Sequence[str]) -
         letter = get_column_letter(n)
         lists.cell(row=1, column=n, value=qid)
         for i, choice in enumerate(choices, start=2):
-            lists.cell(row=i, column=n, value=choice)
+            xlsx_text(lists.cell(row=i, column=n, value=choice))
         validation = DataValidation(
             type="list", formula1=f"'{CLUSTERS_SHEET}'!${letter}$2:${letter}${len(choices) + 1}",
             allow_blank=True, showDropDown=False, showErrorMessage=True, errorStyle="warning",

@@ -57,6 +57,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from data_specs.models import RecordHitsSection, RecordSplitsSection
 from transforms.core.accounting import stage_entry
+from transforms.core.cells import csv_row, escaped_dict
 from transforms.core.errors import UserError
 from transforms.core.hashing import seeded_digest
 from transforms.core.io import read_table, write_json, write_rows
@@ -184,7 +185,7 @@ def export_hits(run_dir: PathLike, out_path: PathLike, hits: RecordHitsSection, 
         writer = csv.DictWriter(handle, fieldnames=list(HIT_COLUMNS))
         writer.writeheader()
         for passage, query in shown:
-            writer.writerow(hit_row(passage, query, display))
+            writer.writerow(escaped_dict(hit_row(passage, query, display)))
     return len(shown)
 
 
@@ -454,7 +455,7 @@ def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]])
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
-        writer.writerows(rows)
+        writer.writerows(csv_row(row) for row in rows)
 
 
 def _worker_rows(workers: Mapping[str, WorkerState]) -> Iterable[list[Any]]:
