@@ -236,9 +236,10 @@ def _run_staged(module, args: argparse.Namespace, extra: Sequence[str]) -> int:
             raise
         if code == 0:
             record_provenance(staging, args)   # provenance.json: inputs, spec, versions
-            mark_finished(staging, {"csdata": csdata_version(), "command": " ".join(_command_words(args)),
-                                    "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-            commit(staging, output)
+            info = {"csdata": csdata_version(), "command": " ".join(_command_words(args)),
+                    "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            mark_finished(staging, info)
+            commit(staging, output, info)
             print(f"\noutput: {output}" + _written_tables(output))
         elif code == EXIT_ACCOUNTING:
             print(f"csdata: a stage lost records; previous output at {output} kept, this run's "

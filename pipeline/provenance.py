@@ -85,7 +85,7 @@ def record_provenance(folder: str, args: argparse.Namespace) -> None:
 
     step, upstreams = step_of(args, folder)
     if "://" in folder:
-        from transforms.core.runs import write_json
+        from transforms.core.io import write_json
 
         write_json(f"{folder.rstrip('/')}/{PROVENANCE_FILE}", chain(step, upstreams))
     else:

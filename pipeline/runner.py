@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import json
 import logging
 import os
 import shutil
@@ -221,13 +220,8 @@ def check_inputs(patterns: Sequence[str]) -> None:
 
 
 def check_run_dir(run_dir: str) -> None:
-    """A directory given as a finished run must hold a run's summary (a failed run leaves none);
-    on an object store, a committed run (`transforms.core.runs.resolve_run`)."""
-    if "://" in run_dir:
-        from transforms.core.runs import resolve_run
-
-        resolve_run(run_dir)
-        return
+    """A local directory given as a finished run must hold a run's summary (a failed run leaves
+    none); a run on an object store is resolved by `transforms.core.runs.resolve_run`."""
     path = Path(run_dir)
     if not path.is_dir():
         raise UserError(f"{run_dir}: no such directory")
@@ -330,21 +324,19 @@ def discard_staging() -> None:
 
 def mark_finished(staging: str, info: dict) -> None:
     """Write the marker of a finished run (what ran, with which csdata, when) into `staging`."""
-    if "://" in staging:
-        from transforms.core.runs import write_json
+    from transforms.core.io import write_json
 
-        write_json(f"{staging.rstrip('/')}/{RUN_MARKER}", info)
-    else:
-        Path(staging, RUN_MARKER).write_text(json.dumps(info, indent=2), encoding="utf-8")
+    write_json(f"{staging.rstrip('/')}/{RUN_MARKER}", info)
 
 
-def commit(staging: str, output: str) -> None:
+def commit(staging: str, output: str, info: Optional[dict] = None) -> None:
     """Replace `output` by the finished run in `staging`: locally two renames in the same
-    directory, on an object store one commit object written last (`transforms.core.runs`)."""
+    directory, on an object store one commit object written last (`transforms.core.runs`),
+    which also carries `info` (what `mark_finished` wrote)."""
     if staging == output:
         return
     if "://" in output:
-        _commit_remote(staging, output)
+        _commit_remote(staging, output, info or {})
         return
     target, previous = Path(output).resolve(), previous_path(output)
     shutil.rmtree(previous, ignore_errors=True)
@@ -359,19 +351,12 @@ def commit(staging: str, output: str) -> None:
     shutil.rmtree(previous, ignore_errors=True)
 
 
-def _commit_remote(staging: str, output: str) -> None:
-    from transforms.core.runs import (
-        commit_attempt,
-        new_attempt,
-        read_json,
-        remove_attempts,
-        upload,
-    )
+def _commit_remote(staging: str, output: str, info: dict) -> None:
+    from transforms.core.runs import commit_attempt, new_attempt, remove_attempts, upload
 
     attempt = staging
     if "://" not in staging:   # a plain command's local staging: its files go up first
         attempt = new_attempt(output)
         upload(staging, attempt)
-    info = read_json(f"{attempt.rstrip('/')}/{RUN_MARKER}") or {}
     commit_attempt(attempt, output, info)
     remove_attempts(output, keep=attempt)

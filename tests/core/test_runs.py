@@ -11,6 +11,7 @@ from apache_beam.io.filesystem import BeamIOError
 from pipeline.storage import store_options_removed
 from transforms.core import runs
 from transforms.core.errors import UserError
+from transforms.core.io import write_json
 
 
 def test_no_space_is_found_in_the_error_or_what_caused_it():
@@ -55,7 +56,7 @@ def test_the_commit_names_the_attempt_and_the_cleanup_keeps_only_it(tmp_path):
     output = str(tmp_path / "out")
     old, new = runs.new_attempt(output), runs.new_attempt(output)
     for attempt in (old, new):
-        runs.write_json(f"{attempt}/passages/part-00000-of-00001.parquet", {"fake": "shard"})
+        write_json(f"{attempt}/passages/part-00000-of-00001.parquet", {"fake": "shard"})
     assert runs.committed_attempt(output) is None
     with pytest.raises(UserError, match="is not the output of a finished csdata run"):
         runs.resolve_run(output)
@@ -68,7 +69,7 @@ def test_the_commit_names_the_attempt_and_the_cleanup_keeps_only_it(tmp_path):
 
 
 def test_a_copied_run_without_attempts_is_read_where_it_is(tmp_path):
-    runs.write_json(str(tmp_path / runs.RUN_MARKER), {"csdata": "0.1.0"})
+    write_json(str(tmp_path / runs.RUN_MARKER), {"csdata": "0.1.0"})
     assert runs.resolve_run(str(tmp_path)) == str(tmp_path)
 
 

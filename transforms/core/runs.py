@@ -21,7 +21,6 @@ AWS variables (`AWS_ENDPOINT_URL_S3`, `AWS_ACCESS_KEY_ID`, ...) say where the st
 """
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from datetime import datetime, timezone
@@ -49,11 +48,6 @@ def retry_store_calls() -> None:
         os.environ["AWS_MAX_ATTEMPTS"] = str(RETRY_ATTEMPTS)
 
 
-def is_remote(path: str) -> bool:
-    """A path on a Beam filesystem other than the local one (s3://, gs://, ...)."""
-    return "://" in path
-
-
 def _join(folder: str, *names: str) -> str:
     return "/".join([folder.rstrip("/"), *names])
 
@@ -69,19 +63,12 @@ def read_json(path: str) -> Optional[dict]:
     """The JSON object at `path` on a Beam filesystem, None when there is none."""
     from apache_beam.io.filesystems import FileSystems
 
+    from transforms.core.io import read_summary  # data_specs (pydantic): only when used
+
     if not FileSystems.exists(path):
         return None
-    with FileSystems.open(path) as handle:
-        data = json.loads(handle.read().decode("utf-8"))
+    data = read_summary(path)
     return data if isinstance(data, dict) else None
-
-
-def write_json(path: str, payload: dict) -> None:
-    """One object holding `payload` as JSON (an object store replaces an object whole)."""
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.create(path, mime_type="application/json") as handle:
-        handle.write(json.dumps(payload, indent=2).encode("utf-8"))
 
 
 def committed_attempt(output: str) -> Optional[str]:
@@ -111,6 +98,8 @@ def resolve_run(path: str, what: str = "") -> str:
 def commit_attempt(attempt: str, output: str, info: dict) -> None:
     """Make `attempt` the finished run at `output`: one object, written last."""
     relative = attempt.rstrip("/")[len(output.rstrip("/")) + 1:]
+    from transforms.core.io import write_json
+
     write_json(_join(output, RUN_MARKER), {COMMIT_KEY: relative, **info})
 
 
@@ -153,8 +142,7 @@ def remove_tree(folder: str) -> None:
     """Delete every object under `folder` (a remote prefix)."""
     from apache_beam.io.filesystems import FileSystems
 
-    paths = [m.path for result in FileSystems.match([folder.rstrip("/") + "/**"])
-             for m in result.metadata_list]
+    paths = files_under(folder)
     if paths:
         FileSystems.delete(paths)
 
