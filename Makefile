@@ -17,7 +17,7 @@ S3 := services/s3/s3.sh
 # The venv's bin on PATH: Beam's external worker pool starts a bare `python`.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv demo test test-fast lint bench fidelity browser-deps screenshots clean \
+.PHONY: venv demo test test-fast lint bench fidelity fuzz browser-deps screenshots clean \
 	flink-fetch flink-up flink-down services-test s3-fetch s3-up s3-down
 
 venv: $(STAMP) $(WORDNET_STAMP) $(HF_STAMP)
@@ -56,6 +56,13 @@ demo: $(STAMP) $(WORDNET_STAMP)
 test: lint browser-deps $(HF_STAMP)
 	$(PY) -m pytest -m "not flink and not s3"
 	$(MAKE) services-test
+
+# The readers of files other people made, fuzzed (tests/fuzz): `make test` runs 100 fixed cases
+# per reader; this runs FUZZ_EXAMPLES random ones each and prints how many ran.
+FUZZ_EXAMPLES ?= 2000
+fuzz: $(STAMP)
+	CSDATA_FUZZ_PROFILE=fuzz CSDATA_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/fuzz \
+	  --hypothesis-show-statistics
 
 # A real Flink 1.19 session cluster on loopback (services/flink): JobManager + 2 TaskManagers x
 # 2 slots, REST and web UI on localhost:8081. Flink and Beam's job server are fetched once into

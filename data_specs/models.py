@@ -112,6 +112,22 @@ class OutputSection(SpecModel):
     num_shards: Count
 
 
+class LimitsSection(SpecModel):
+    """Files other people made (crowd results, annotator sheets, protoqa-data JSONL): a field or
+    a record beyond these is a reject with its reason (`field_too_large`, `record_too_large`) and
+    the rest of the file is read; a file read whole beyond `max_file_bytes` is one error."""
+
+    max_field_bytes: Positive
+    max_record_bytes: Positive
+    max_file_bytes: Positive
+
+    @model_validator(mode="after")
+    def _bounds(self) -> LimitsSection:
+        _min_le_max(self, "max_field_bytes", "max_record_bytes")
+        _min_le_max(self, "max_record_bytes", "max_file_bytes")
+        return self
+
+
 # ---- ReCoRD (Zhang et al., 2018) --------------------------------------------------------------
 class RecordInputSection(SpecModel):
     """ReCoRD §3.1 (news article curation): reading CNN / Daily Mail stories."""
@@ -296,6 +312,7 @@ class RecordSpec(SpecModel):
     filter: FilterSection
     hits: RecordHitsSection
     splits: RecordSplitsSection
+    limits: LimitsSection
     output: OutputSection
     paper_table1: RecordPaperTable1
 
@@ -442,6 +459,7 @@ class CosmosSpec(SpecModel):
     nota: NotaSection
     answer_scorer: AnswerScorerSection
     splits: CosmosSplitsSection
+    limits: LimitsSection
     output: OutputSection
     paper_table1: CosmosPaperTable1
 
@@ -610,6 +628,7 @@ class ProtoqaSpec(SpecModel):
     coverage: CoverageSection
     release: ReleaseSection
     assign: AssignSection
+    limits: LimitsSection
     output: OutputSection
     paper: ProtoqaPaper
 

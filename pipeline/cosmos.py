@@ -53,7 +53,8 @@ def run_hits_import(spec: CosmosSpec, run_dir: PathLike, questions_csv: PathLike
 
     if scorer is None:
         check_scorer(spec.answer_scorer)
-    results = import_results(run_dir, questions_csv, validations_csv, spec.hits, results_format, spec.seed)
+    results = import_results(run_dir, questions_csv, validations_csv, spec.hits, spec.limits, results_format,
+                             spec.seed)
     make_scorer = (lambda: scorer) if scorer is not None else partial(make_answer_scorer, spec.answer_scorer)
     decided = decide_nota(results.valid, results.paragraphs, spec.nota, spec.hits.min_intended, spec.seed,
                           make_scorer)
@@ -223,7 +224,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
             if args.task == "validation":
                 if not args.questions:
                     raise UserError("csdata cosmos hits export --task validation needs --questions (the written sets)")
-                n = export_validation_hits(args.run_dir, args.questions, args.output, spec.hits, spec.seed,
+                n = export_validation_hits(args.run_dir, args.questions, args.output, spec.hits, spec.seed, spec.limits,
                                            args.hits_format)
                 print(f"{n} validation HITs written to {args.output}")
                 return 0
@@ -234,7 +235,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
             from transforms.core.platforms import preview
             from transforms.cosmos.crowd import preview_page
 
-            return preview(preview_page(args.run_dir, spec.hits, spec.seed, args.questions, args.item), args.port)
+            return preview(preview_page(args.run_dir, spec.hits, spec.seed, spec.limits, args.questions, args.item), args.port)
         summary = run_hits_import(spec, args.run_dir, args.questions, args.validations, args.output,
                                   results_format=args.hits_format)
         print(", ".join(f"{k} {v}" for k, v in summary["splits"].items()) +

@@ -71,7 +71,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                                 "JSONL or one id per line (repeatable)")
     add_spec_args(questions, "protoqa")
 
-    add_hits_commands(sub)
+    add_hits_commands(sub, add_spec_args)
 
     prep = sub.add_parser(
         "cluster-prep", help="normalise raw crowd answers and propose clusters for annotators",
@@ -207,7 +207,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
 
 
 
-def add_hits_commands(sub) -> None:
+def add_hits_commands(sub, add_spec_args: Callable[[argparse.ArgumentParser, str], None]) -> None:
     """`csdata protoqa hits export|import|preview`: answer collection on MTurk or Label Studio."""
     hits = sub.add_parser(
         "hits", help="answer collection on MTurk / Label Studio: export tasks, import results, preview",
@@ -236,7 +236,10 @@ def add_hits_commands(sub) -> None:
                     "assignment_id, hit_id, submit_time; one row per assignment) and "
                     "OUTPUT's <stem>.rejects.csv. A worker counts once per question: the first "
                     "submission (SubmitTime, then AssignmentId) is kept, later ones are "
-                    "duplicate_worker rejects; blank answers are empty_answer rejects.")
+                    "duplicate_worker rejects; blank answers are empty_answer rejects; rows or "
+                    "annotations over the spec's limits (limits.max_field_bytes, "
+                    "limits.max_record_bytes) or damaged are record_too_large, field_too_large, "
+                    "not_utf8 or malformed_record rejects.")
     imp.add_argument("results", metavar="RESULTS", help="MTurk results CSV or Label Studio export JSON")
     imp.add_argument("--format", choices=["auto", "mturk", "label-studio"], default="auto",
                      help="results format (default: by content)")
@@ -244,6 +247,7 @@ def add_hits_commands(sub) -> None:
                      help="the export directory: a results row of a question it does not hold "
                           "(a foreign HIT) is an error")
     imp.add_argument("--output", required=True, help="crowd answers CSV to write")
+    add_spec_args(imp, "protoqa")   # limits: rows over the spec's limits are rejects
     preview = hit_cmds.add_parser(
         "preview", help="serve the task page filled with one question on localhost",
         description="Serves the MTurk task page filled with one question (HTML-escaped) on "
@@ -264,7 +268,7 @@ def run_hits_export(questions_path: str, fmt: str, output: str) -> dict[str, str
     return export_mturk(questions, path) if fmt == "mturk" else export_label_studio(questions, path)
 
 
-def run_hits_import(results: str, output: str, fmt: str = "auto",
+def run_hits_import(spec: ProtoqaSpec, results: str, output: str, fmt: str = "auto",
                     hits_dir: Optional[str] = None) -> dict:
     """`protoqa hits import`: the crowd answers CSV and its rejects; returns the summary."""
     from transforms.core.errors import UserError
@@ -276,7 +280,7 @@ def run_hits_import(results: str, output: str, fmt: str = "auto",
     if not hits_dir:
         print("warning: without --hits, results of another export are not detected",
               file=sys.stderr)
-    rows, rejects, n_in = import_results(results, fmt, hits_dir)
+    rows, rejects, n_in = import_results(results, spec.limits, fmt, hits_dir)
     write_rejects(rejects_path(output), rejects)
     write_answers(output, rows)
     summary = _tally_summary({IMPORT: (n_in, len(rows), Counter(r.reason for r in rejects))}, [IMPORT])
@@ -308,7 +312,10 @@ def _run_hits(args) -> int:
             print(f"{role:<10}{Path(path).name}")   # --output is the staging directory here
         return 0
     if args.hits_command == "import":
-        summary = run_hits_import(args.results, args.output, args.format, args.hits)
+        from data_specs import ProtoqaSpec, load_dataset_spec
+
+        spec = load_dataset_spec(ProtoqaSpec, args.spec, args.overrides)
+        summary = run_hits_import(spec, args.results, args.output, args.format, args.hits)
         print(format_summary(summary, {**STAGE_UNITS["protoqa"], IMPORT: "assignments"}))
         print(f"\n{summary['stages'][IMPORT]['kept']} answers to {summary['questions']} questions: "
               f"{args.output} (rejects: {rejects_path(args.output)})")
@@ -372,12 +379,11 @@ def run_cluster_prep(spec: ProtoqaSpec, answers_csv: str, output: str, models=No
         prepare_all,
         read_crowd_answers,
     )
-    from transforms.protoqa.release import read_text
 
     if models is None:
         check_models(spec.answers)
     path = _local_dir(output)
-    questions, rejects, n_rows = read_crowd_answers(read_text(answers_csv))
+    questions, rejects, n_rows = read_crowd_answers(answers_csv, spec.limits)
     rows = prepare_all(questions, spec.answers, spec.seed, models)
     summary = _tally_summary({
         READ: (n_rows, n_rows - len(rejects), Counter(r.reason for r in rejects)),
@@ -429,7 +435,7 @@ def run_sheets_import(spec: ProtoqaSpec, sheets: Sequence[str], output: str,
     )
 
     invalid = spec.sheets.invalid_labels
-    merged, (col_a, col_b) = merge_read_sheets([load_sheet(s) for s in sheets], columns)
+    merged, (col_a, col_b) = merge_read_sheets([load_sheet(s, spec.limits) for s in sheets], columns)
     result = agreement(merged, "annotator_a", "annotator_b", invalid, spec.sheets.blanc.mentions)
     result["annotators"] = ([Path(s).stem for s in sheets] if len(sheets) == 2 and not columns
                             else [col_a, col_b])
@@ -449,7 +455,7 @@ def run_adjudicate(spec: ProtoqaSpec, sheet: str, output: str, column: Optional[
     from transforms.core.io import write_json
     from transforms.protoqa.sheets import ADJUDICATE, adjudicate, adjudication_column, load_sheet
 
-    questions, cols = load_sheet(sheet)
+    questions, cols = load_sheet(sheet, spec.limits)
     records, rejects = adjudicate(questions, column or adjudication_column(cols),
                                   spec.sheets.invalid_labels, spec.release.source)
     path = _local_dir(output)

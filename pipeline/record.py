@@ -285,12 +285,10 @@ def _filter(args, options: PipelineOptions) -> int:
 
 
 def _evaluate(args) -> int:
-    from transforms.record.metric import evaluate
+    from transforms.record.metric import evaluate, read_evaluation_data, read_predictions
 
-    with open(args.data, encoding="utf-8") as handle:
-        data = json.load(handle)["data"]
-    with open(args.predictions, encoding="utf-8") as handle:
-        predictions = json.load(handle)
+    data = read_evaluation_data(args.data)
+    predictions = read_predictions(args.predictions)
     missing = sum(qa["id"] not in predictions for p in data for qa in p["qas"])
     if missing:
         print(f"{missing} unanswered queries score 0", file=sys.stderr)
@@ -315,7 +313,7 @@ def _hits(args) -> int:
     from transforms.core.provenance import file_metadata
 
     summary = import_results(args.run_dir, args.results, args.output, spec.hits, spec.splits, spec.seed,
-                             args.hits_format, file_metadata(spec, [args.run_dir, args.results]))
+                             spec.limits, args.hits_format, file_metadata(spec, [args.run_dir, args.results]))
     splits = ", ".join(f"{name} {entry['triples']}" for name, entry in summary["splits"].items())
     print(f"splits: {splits}; workers blocked: {summary['workers']['blocked']} of "
           f"{summary['workers']['total']} (their assignments: {args.output}/republish.csv)")

@@ -158,14 +158,9 @@ def reproduce_command(args: argparse.Namespace, extra: Sequence[str] = ()) -> in
     release's author chose: `extra`, the user's own, apply instead, and the recorded ones only
     with `--trust-recorded-options`."""
     from pipeline.runner import check_output, mark_finished
-    from transforms.core.errors import UserError
-    from transforms.core.provenance import changed_inputs, read_provenance
 
-    provenance = read_provenance(args.release_dir)
-    if provenance is None or not provenance["steps"]:
-        raise UserError(f"{args.release_dir} has no provenance.json (release it with this csdata version)")
     check_output(args.output)
-    steps = [parse_step(step, index) for index, step in enumerate(provenance["steps"])]
+    provenance, steps = read_steps(args.release_dir)
     trust = getattr(args, "trust_recorded_options", False)
     from pipeline.runner import check_beam_args
 
@@ -174,11 +169,7 @@ def reproduce_command(args: argparse.Namespace, extra: Sequence[str] = ()) -> in
         if recorded:
             verdict = "applied (--trust-recorded-options)" if trust else "ignored"
             print(f"step {index + 1}: recorded options {verdict}: {' '.join(recorded)}")
-    for step in provenance["steps"]:
-        cwd = step.get("cwd") if step.get("cwd") and os.path.isdir(step["cwd"]) else "."
-        changed = changed_inputs(step.get("inputs") or [], cwd)
-        if changed:
-            raise UserError(f"csdata {step['command']}: recorded inputs changed: {', '.join(changed[:5])}")
+    check_recorded_inputs(provenance)
     new = Path(args.output).resolve()
     runs = new / "runs"
     outputs: list[str] = []
@@ -202,6 +193,48 @@ def reproduce_command(args: argparse.Namespace, extra: Sequence[str] = ()) -> in
     print("identical" if not different else f"differ: {', '.join(different)}")
     mark_finished(str(new), {"command": "reproduce", "release": str(args.release_dir)})   # reusable
     return EXIT_DIFFERENT if different else 0
+
+
+def read_steps(release_dir: str) -> tuple[dict[str, Any], list[tuple[argparse.Namespace, list[str]]]]:
+    """A release's provenance.json and each recorded step parsed by `parse_step`. A missing,
+    damaged or oddly shaped file (a step without a command line, inputs that are not
+    `{path, size, sha256}` records) is one UserError: the file came from whoever made the release."""
+    from transforms.core.errors import UserError
+    from transforms.core.provenance import PROVENANCE_FILE, read_provenance
+
+    provenance = read_provenance(release_dir)
+    if not (Path(release_dir) / PROVENANCE_FILE).is_file():
+        raise UserError(f"{release_dir} has no {PROVENANCE_FILE} (release it with this csdata version)")
+    if provenance is None or not provenance["steps"]:
+        raise UserError(f"{release_dir}/{PROVENANCE_FILE} is damaged: not JSON, or no recorded steps")
+    steps = [parse_step(step, index) for index, step in enumerate(provenance["steps"])]
+    for index, step in enumerate(provenance["steps"]):
+        inputs, cwd = step.get("inputs") or [], step.get("cwd")
+        shaped = isinstance(inputs, list) and all(
+            isinstance(i, dict) and isinstance(i.get("path"), str) and type(i.get("size")) is int
+            and isinstance(i.get("sha256"), (str, type(None))) for i in inputs)
+        upstreams = step.get("upstreams") or {}
+        linked = isinstance(upstreams, dict) and all(
+            hasattr(steps[index][0], name) and type(at) is int and 0 <= at < index for name, at in upstreams.items())
+        if (not shaped or not linked or not isinstance(cwd, (str, type(None)))
+                or not isinstance(step.get("command"), str)):
+            raise UserError(f"{PROVENANCE_FILE} step {index + 1}: command, cwd, inputs or upstreams are not as "
+                            "csdata records them (inputs: a list of {path, size, sha256}; upstreams: an "
+                            "argument of the step -> the number of an earlier step)")
+    return provenance, steps
+
+
+def check_recorded_inputs(provenance: Mapping[str, Any]) -> None:
+    """Every recorded input (checked by `read_steps`) is where it was, with the same bytes; else
+    one UserError naming the step and the changed files."""
+    from transforms.core.errors import UserError
+    from transforms.core.provenance import changed_inputs
+
+    for step in provenance["steps"]:
+        cwd = step["cwd"] if step.get("cwd") and os.path.isdir(step["cwd"]) else "."
+        changed = changed_inputs(step.get("inputs") or [], cwd)
+        if changed:
+            raise UserError(f"csdata {step['command']}: recorded inputs changed: {', '.join(changed[:5])}")
 
 
 def parse_step(step: Mapping[str, Any], index: int) -> tuple[argparse.Namespace, list[str]]:
@@ -246,7 +279,7 @@ def rerun_step(step: Mapping[str, Any], args: argparse.Namespace, options: Seque
         spec_file.parent.mkdir(parents=True, exist_ok=True)
         spec_file.write_text(yaml.safe_dump(step["spec"], sort_keys=False), encoding="utf-8")
         args.spec, args.overrides = str(spec_file), []
-    for name, index in step.get("upstreams", {}).items():
+    for name, index in (step.get("upstreams") or {}).items():
         setattr(args, name, outputs[index])
     module = next(m for m in dataset_modules() if m.__name__.rsplit(".", 1)[-1] == args.command)
     here = os.getcwd()

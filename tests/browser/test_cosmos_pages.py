@@ -140,7 +140,7 @@ def test_writing_page_round_trip(browser, run, writing, screenshot, tmp_path):
     assert fields["q1_correct2"] == Q1["correct"][1] and fields["q2_correct2"] == "" and fields["q2_type"] == "effects"
     results = mturk_results(tmp_path / "written.csv", writing["row"], [(WORKER, fields)])
     sets, rejects, n = crowd.read_question_sets(
-        results, {p["paragraph_id"]: p for p in read_table(run, "paragraphs").to_pylist()}, spec().hits)
+        results, {p["paragraph_id"]: p for p in read_table(run, "paragraphs").to_pylist()}, spec().hits, spec().limits)
     assert n == 2 and rejects == []
     assert [(s.set_id, s.question_type, s.question, s.correct, s.incorrect) for s in sets] == [
         ("written-0#q1", "causes", Q1["question"], Q1["correct"], Q1["incorrect"]),
@@ -182,8 +182,8 @@ def validation(run, writing, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("validation")
     written = written_sets(out / "written.csv", writing["row"])
     s = spec()
-    assert crowd.export_validation_hits(run, written, out / "mturk", s.hits, s.seed, "mturk") == 2
-    crowd.export_validation_hits(run, written, out / "ls", s.hits, s.seed, "label-studio")
+    assert crowd.export_validation_hits(run, written, out / "mturk", s.hits, s.seed, s.limits, "mturk") == 2
+    crowd.export_validation_hits(run, written, out / "ls", s.hits, s.seed, s.limits, "label-studio")
     return {"dir": out, "written": written, "rows": rows_of(out / "mturk" / "batch.csv"),
             "template": (out / "mturk" / "template.html").read_text(encoding="utf-8")}
 
@@ -286,7 +286,7 @@ def test_validation_round_trip(browser, run, writing, validation, screenshot, pl
                                {"q1_type": "choices", "q2_type": "choices"})
         # the written sets' ids are the Label Studio annotation ids: export the validation task for them
         s = spec()
-        crowd.export_validation_hits(run, written, tmp_path / "vls", s.hits, s.seed, "label-studio")
+        crowd.export_validation_hits(run, written, tmp_path / "vls", s.hits, s.seed, s.limits, "label-studio")
         renamed = {f"written-{n}#{q}": judges[q] for n, q in ((0, "q1"), (0, "q2"))}
         judged = label_studio(tmp_path / "judged.json", tmp_path / "vls" / "tasks.json", "set_id", renamed,
                               {k: "choices" for k in ("chosen_answer", *JUDGED)})

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from selenium.webdriver.common.by import By
 
+from data_specs import load_spec
 from pipeline.protoqa import run_hits_export, run_hits_import
 from tests.browser.conftest import console_errors
 from transforms.core.platforms import MTURK_RESULT_COLUMNS, fill_template, serve_preview
@@ -108,14 +109,14 @@ def test_a_worker_answers_and_the_answers_come_back(phone_browser, screenshot, t
 
     results = tmp_path / "Batch_1_batch_results.csv"
     _mturk_results(results, batch_row, server.submissions)
-    summary = run_hits_import(str(results), str(tmp_path / "mturk_answers.csv"), "auto", str(hits))
+    summary = run_hits_import(load_spec("protoqa"), str(results), str(tmp_path / "mturk_answers.csv"), "auto", str(hits))
     assert summary["stages"]["import_answers"]["kept"] == 2
     assert _answers(tmp_path / "mturk_answers.csv") == expected
 
     task = json.loads((ls / "tasks.json").read_text(encoding="utf-8"))[2]
     export = tmp_path / "project-1-at-2026-12-01.json"
     _label_studio_export(export, task, server.submissions)
-    run_hits_import(str(export), str(tmp_path / "ls_answers.csv"), "auto", str(ls))
+    run_hits_import(load_spec("protoqa"), str(export), str(tmp_path / "ls_answers.csv"), "auto", str(ls))
     assert _answers(tmp_path / "ls_answers.csv") == expected
 
 

@@ -179,7 +179,7 @@ def test_captured_fields_validate_the_triple(platform, exported, captured, tmp_p
     else:
         results = label_studio_json(tmp_path / "export.json", exported, submissions)
     spec = load_spec("record")
-    summary = import_results(exported["run"], results, tmp_path / "out", spec.hits, spec.splits, spec.seed)
+    summary = import_results(exported["run"], results, tmp_path / "out", spec.hits, spec.splits, spec.seed, spec.limits)
     assert summary["results_format"] == platform
     triple = exported["row"]["triple_id"]
     placed = {r["query_id"]: (s, r) for s in ("train", "dev", "test") for r in read_table(tmp_path / "out", s).to_pylist()}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from data_specs import load_spec
 from transforms.core import pages
 from transforms.core.errors import UserError
 from transforms.core.platforms import (
@@ -35,6 +36,7 @@ from transforms.core.platforms import (
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "platforms"
+LIMITS = load_spec("record").limits
 
 
 def test_template_variables_in_order_each_once():
@@ -68,7 +70,7 @@ def test_parse_mturk_and_iso_times():
 
 
 def test_mturk_results_skip_rejected_and_sort_by_submit_time():
-    got = read_mturk_results(DATA / "mturk_results.csv", ["item_id", "text"], ["choice"])
+    got = read_mturk_results(DATA / "mturk_results.csv", ["item_id", "text"], ["choice"], LIMITS).assignments
     assert [a.assignment_id for a in got] == ["3ASG0004", "3ASG0002", "3ASG0001"]
     first = got[0]
     assert first == Assignment(
@@ -80,7 +82,7 @@ def test_mturk_results_skip_rejected_and_sort_by_submit_time():
 
 
 def test_mturk_task_answers_are_flattened():
-    got = read_mturk_results(DATA / "mturk_results_task_answers.csv", ["item_id"], ["choice", "sure"])
+    got = read_mturk_results(DATA / "mturk_results_task_answers.csv", ["item_id"], ["choice", "sure"], LIMITS).assignments
     assert [a.assignment_id for a in got] == ["3ASG0102", "3ASG0101"]
     answers = got[1].answers
     assert answers["choice"] == "cat" and answers["sure"] == {"on": True}
@@ -88,18 +90,36 @@ def test_mturk_task_answers_are_flattened():
     assert answer_text(got[0].answers["sure"]) == "no" and got[0].answers["feedback"] == "too easy"
 
 
+def test_mturk_rejected_rows_and_damaged_task_answers(tmp_path):
+    """A rejected assignment's answers are not read (spam may lack fields); a submitted row whose
+    Answer.taskAnswers is not JSON is a malformed_record, and the other rows are read."""
+    with (DATA / "mturk_results_task_answers.csv").open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    spam = dict(rows[0], AssignmentId="3ASG0199", AssignmentStatus="Rejected", **{"Answer.taskAnswers": "[{}]"})
+    broken = dict(rows[0], AssignmentId="3ASG0198", **{"Answer.taskAnswers": "[{\"choice\": "})
+    path = tmp_path / "results.csv"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows([*rows, spam, broken])
+    got = read_mturk_results(path, ["item_id"], ["choice", "sure"], LIMITS)
+    assert [a.assignment_id for a in got.assignments] == ["3ASG0102", "3ASG0101"]
+    assert [a.assignment_id for a in got.withdrawn] == ["3ASG0199"]
+    assert [(s.reason, s.where) for s in got.skipped] == [("malformed_record", f"line {len(rows) + 3}")]
+
+
 def test_mturk_missing_columns_are_one_clear_error(tmp_path):
     with pytest.raises(UserError, match=r"mturk_results.csv.*'Input.passage'"):
-        read_mturk_results(DATA / "mturk_results.csv", ["passage"], [])
+        read_mturk_results(DATA / "mturk_results.csv", ["passage"], [], LIMITS)
     with pytest.raises(UserError, match=r"'Answer.entity'"):
-        read_mturk_results(DATA / "mturk_results.csv", ["item_id"], ["entity"])
+        read_mturk_results(DATA / "mturk_results.csv", ["item_id"], ["entity"], LIMITS)
     with pytest.raises(UserError, match=r"line 2: Answer.taskAnswers has no field 'entity'"):
-        read_mturk_results(DATA / "mturk_results_task_answers.csv", [], ["entity"])
+        read_mturk_results(DATA / "mturk_results_task_answers.csv", [], ["entity"], LIMITS)
     no_worker = tmp_path / "results.csv"
     text = (DATA / "mturk_results.csv").read_text(encoding="utf-8").replace('"WorkerId"', '"Worker"', 1)
     no_worker.write_text(text, encoding="utf-8")
     with pytest.raises(UserError, match=r"results.csv: not an MTurk results file.*'WorkerId'"):
-        read_mturk_results(no_worker, [], [])
+        read_mturk_results(no_worker, [], [], LIMITS)
 
 
 def test_mturk_header_is_the_documented_one():
@@ -110,7 +130,7 @@ def test_mturk_header_is_the_documented_one():
 
 
 def test_label_studio_export_skips_cancelled_and_flattens_results():
-    got = read_label_studio_export(DATA / "label_studio_export.json", ["item_id"])
+    got = read_label_studio_export(DATA / "label_studio_export.json", ["item_id"], LIMITS).assignments
     assert [(a.hit_id, a.assignment_id, a.worker_id) for a in got] == [("42", "503", "ann@example.org"),
                                                                        ("41", "501", "7")]
     assert got[0].answers == {"choice": "Dogs"} and got[0].work_seconds == 40.25
@@ -118,7 +138,7 @@ def test_label_studio_export_skips_cancelled_and_flattens_results():
     assert got[1].inputs["text"] == 'A cat sat, on "the" mat.'
     assert json.loads(got[1].inputs["options"]) == [{"value": "cat"}, {"value": "mat"}]
     with pytest.raises(UserError, match=r"task 41: data has no field 'passage'"):
-        read_label_studio_export(DATA / "label_studio_export.json", ["passage"])
+        read_label_studio_export(DATA / "label_studio_export.json", ["passage"], LIMITS)
 
 
 def test_label_studio_tasks_wrap_rows():
@@ -135,7 +155,7 @@ def test_detect_formats(tmp_path):
 
 
 def test_foreign_hits_are_one_clear_error():
-    got = read_mturk_results(DATA / "mturk_results.csv", ["item_id"], [])
+    got = read_mturk_results(DATA / "mturk_results.csv", ["item_id"], [], LIMITS).assignments
     rows = {"item-1": {"item_id": "item-1", "text": 'A cat  sat, on "the" mat.'},
             "item-2": {"item_id": "item-2", "text": "Dogs bark at night."}}
     check_inputs(got, rows, "item_id", "r.csv", compare=("text",))   # whitespace aside: the same

@@ -118,8 +118,8 @@ def test_templates_match_the_golden_fields(tmp_path, case):
     assert crowd.export_question_hits(run, tmp_path / "wl", spec.hits, "label-studio") == 4
     pages = {"cosmos_writing": (tmp_path / "w" / "template.html", tmp_path / "wl" / "config.xml")}
     questions = write_csv(tmp_path / "q.csv", case[1])
-    assert crowd.export_validation_hits(run, questions, tmp_path / "v", spec.hits, spec.seed, "mturk") == 5
-    assert crowd.export_validation_hits(run, questions, tmp_path / "vl", spec.hits, spec.seed, "label-studio") == 5
+    assert crowd.export_validation_hits(run, questions, tmp_path / "v", spec.hits, spec.seed, spec.limits, "mturk") == 5
+    assert crowd.export_validation_hits(run, questions, tmp_path / "vl", spec.hits, spec.seed, spec.limits, "label-studio") == 5
     pages["cosmos_validation"] = (tmp_path / "v" / "template.html", tmp_path / "vl" / "config.xml")
     for name, (template, config) in pages.items():
         golden = json.loads((PLATFORMS / f"{name}.fields.json").read_text(encoding="utf-8"))
@@ -138,7 +138,7 @@ def test_templates_match_the_golden_fields(tmp_path, case):
 def test_validation_options_are_in_seeded_order_without_labels(tmp_path, case):
     run, questions, _ = case
     spec = cosmos_spec()
-    crowd.export_validation_hits(run, write_csv(tmp_path / "q.csv", questions), tmp_path / "v", spec.hits, spec.seed,
+    crowd.export_validation_hits(run, write_csv(tmp_path / "q.csv", questions), tmp_path / "v", spec.hits, spec.seed, spec.limits,
                                  "mturk")
     batch = batch_rows(tmp_path / "v" / "batch.csv", "set_id")
     for set_id, row in batch.items():
@@ -156,17 +156,20 @@ def test_mturk_round_trip_gives_the_own_csv_results(tmp_path, case):
     written = writing_results(tmp_path / "written.csv", questions, batch_rows(tmp_path / "w" / "batch.csv", "paragraph_id"))
     own_q, own_v = write_csv(tmp_path / "q.csv", questions), write_csv(tmp_path / "v.csv", validations)
     got, _, _ = crowd.read_question_sets(written, {p["paragraph_id"]: p for p in read_table(run, "paragraphs").to_pylist()},
-                                         spec.hits)
+                                         spec.hits, spec.limits)
     assert sorted((s.set_id, s.question, tuple(s.correct), tuple(s.incorrect), s.question_type) for s in got) == sorted(
         (f"{q['assignment_id']}#q{q['question_number']}", q["question"],
          tuple(v for k in ("correct_1", "correct_2") if (v := q[k])),
          (q["incorrect_1"], q["incorrect_2"], q["incorrect_3"]), "causes") for q in questions)
-    crowd.export_validation_hits(run, written, tmp_path / "v", spec.hits, spec.seed, "mturk")
+    crowd.export_validation_hits(run, written, tmp_path / "v", spec.hits, spec.seed, spec.limits, "mturk")
     judged = validation_results(tmp_path / "judged.csv", questions, validations,
                                 batch_rows(tmp_path / "v" / "batch.csv", "set_id"))
     platform = cosmos.run_hits_import(spec, run, written, judged, tmp_path / "qa-mturk", scorer=FakeScorer())
     own = cosmos.run_hits_import(spec, run, own_q, own_v, tmp_path / "qa-own", scorer=FakeScorer())
+    read, own_read = platform["stages"].pop("read_results"), own["stages"].pop("read_results")
     assert platform["stages"] == own["stages"] and platform["splits"] == own["splits"]
+    # one record per assignment: A6 wrote its two questions in one, the own CSV has a row each
+    assert read == {**own_read, "in": own_read["in"] - 1, "kept": own_read["kept"] - 1}
     # valid: A1#q1, A2#q1, A6#q1; A3#q1 has one correct choice, A6#q2 one "question not sensible"
     assert platform["stages"]["validation"]["kept"] == 3
     for table in ("sets", "train", "dev", "test", "rejects"):
@@ -206,7 +209,7 @@ def test_label_studio_round_trip_gives_the_own_csv_results(tmp_path, case):
     # the task id is the HIT id of the sets; here one assignment per paragraph, as in `case`
     task_ids = {q["paragraph_id"]: q["hit_id"] for q in questions}
     written = label_studio(tmp_path / "written.json", tasks, "paragraph_id", annotations, task_ids)
-    crowd.export_validation_hits(run, written, tmp_path / "v", spec.hits, spec.seed, "label-studio")
+    crowd.export_validation_hits(run, written, tmp_path / "v", spec.hits, spec.seed, spec.limits, "label-studio")
     vtasks = json.loads((tmp_path / "v" / "tasks.json").read_text(encoding="utf-8"))
     judged_by: dict[str, list[dict]] = {}
     for n, v in enumerate(validations):
@@ -222,9 +225,17 @@ def test_label_studio_round_trip_gives_the_own_csv_results(tmp_path, case):
     platform = cosmos.run_hits_import(spec, run, written, judged, tmp_path / "qa-ls", scorer=FakeScorer())
     own = cosmos.run_hits_import(spec, run, write_csv(tmp_path / "q.csv", questions),
                                  write_csv(tmp_path / "v.csv", validations), tmp_path / "qa-own", scorer=FakeScorer())
+    read, own_read = platform["stages"].pop("read_results"), own["stages"].pop("read_results")
     assert platform["stages"] == own["stages"] and platform["validations"] == own["validations"]
-    for table in ("sets", "train", "dev", "test", "rejects"):
+    # A6's two questions are one annotation (one row each in the own CSV); one cancelled annotation
+    assert read == {"in": own_read["in"], "kept": own_read["kept"] - 1,
+                    "rejected": {"cancelled_annotation": 1}, "balanced": True}
+    for table in ("sets", "train", "dev", "test"):
         assert read_table(tmp_path / "qa-ls", table).to_pylist() == read_table(tmp_path / "qa-own", table).to_pylist()
+    rejects = read_table(tmp_path / "qa-ls", "rejects").to_pylist()
+    assert [(r["stage"], r["reason"], r["record_id"]) for r in rejects if r["stage"] == "read_results"] == [
+        ("read_results", "cancelled_annotation", "999")]
+    assert [r for r in rejects if r["stage"] != "read_results"] == read_table(tmp_path / "qa-own", "rejects").to_pylist()
 
 
 def test_foreign_validation_hit_is_one_clear_error(tmp_path, case):
@@ -232,7 +243,7 @@ def test_foreign_validation_hit_is_one_clear_error(tmp_path, case):
     spec = cosmos_spec()
     crowd.export_question_hits(run, tmp_path / "w", spec.hits, "mturk")
     written = writing_results(tmp_path / "written.csv", questions, batch_rows(tmp_path / "w" / "batch.csv", "paragraph_id"))
-    crowd.export_validation_hits(run, written, tmp_path / "v", spec.hits, spec.seed, "mturk")
+    crowd.export_validation_hits(run, written, tmp_path / "v", spec.hits, spec.seed, spec.limits, "mturk")
     batch = batch_rows(tmp_path / "v" / "batch.csv", "set_id")
     batch["A9#q1"] = dict(batch["A1#q1"], set_id="A9#q1")
     extra = [*validations, judgement("A9#q1", "V0", chosen="They wanted to buy a van .")]
@@ -257,7 +268,7 @@ def test_cli_validation_export_needs_the_written_sets(tmp_path, case, capsys):
 def test_preview_pages_are_filled(tmp_path, case):
     run, questions, _ = case
     spec = cosmos_spec()
-    writing = crowd.preview_page(run, spec.hits, spec.seed)
+    writing = crowd.preview_page(run, spec.hits, spec.seed, spec.limits)
     assert "${" not in writing and 'value="blog0/0000#p000"' in writing
-    validation = crowd.preview_page(run, spec.hits, spec.seed, write_csv(tmp_path / "q.csv", questions), "A6#q2")
+    validation = crowd.preview_page(run, spec.hits, spec.seed, spec.limits, write_csv(tmp_path / "q.csv", questions), "A6#q2")
     assert "${" not in validation and 'value="A6#q2"' in validation and "What might Sam do next time ?" in validation

@@ -10,7 +10,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from data_specs import ProtoqaSpec, load_dataset_spec
+from data_specs import ProtoqaSpec, load_dataset_spec, load_spec
 from pipeline.protoqa import run_adjudicate, run_sheets_export, run_sheets_import
 from transforms.core.cells import csv_cell, read_csv_cell
 from transforms.core.io import write_rows
@@ -23,6 +23,9 @@ SPEC = load_dataset_spec(ProtoqaSpec, "protoqa", ["answers.proposals.embedder.na
 HOSTILE = ['=HYPERLINK("http://evil.example","click")', "+44 20 7946 0000", "-2+3", "@SUM(A1)",
            "\tcmd", "'=already quoted", "plain"]
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+LIMITS = load_spec("protoqa").limits
 
 
 @pytest.mark.parametrize("text", [*HOSTILE, "", "'", "''=x", "'hello", "=", "-"])
@@ -89,7 +92,7 @@ def test_the_crowd_answers_csv_and_mturk_batches_hold_text(tmp_path):
             for a in HOSTILE]
     write_answers(str(tmp_path / "answers.csv"), rows)
     assert not [c for c in _cells(tmp_path / "answers.csv") if c.startswith(FORMULA_STARTS)]
-    [question], rejects, _ = read_crowd_answers((tmp_path / "answers.csv").read_text(encoding="utf-8"))
+    [question], rejects, _ = read_crowd_answers(tmp_path / "answers.csv", LIMITS)
     assert sorted(question.counts) == sorted(a.strip() for a in HOSTILE) and not rejects
     write_mturk_batch(tmp_path / "batch.csv", ["question"], [{"question": a} for a in HOSTILE])
     assert not [c for c in _cells(tmp_path / "batch.csv") if c.startswith(FORMULA_STARTS)]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from data_specs import load_spec
 from pipeline.cli import main
 from pipeline.protoqa import run_hits_export, run_hits_import
 from transforms.core.errors import UserError
@@ -33,6 +34,9 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "platforms"
 QUESTIONS = DATA / "protoqa_questions.jsonl"
 MTURK_RESULTS = DATA / "protoqa_mturk_results.csv"
 LS_EXPORT = DATA / "protoqa_label_studio_export.json"
+
+
+LIMITS = load_spec("protoqa").limits
 
 
 def _csv_rows(path: Path) -> list[list[str]]:
@@ -90,7 +94,7 @@ def test_label_studio_config_and_tasks(ls_hits):
 
 def test_mturk_results_import_matches_the_golden_answers(mturk_hits, tmp_path):
     output = tmp_path / "answers.csv"
-    summary = run_hits_import(str(MTURK_RESULTS), str(output), "auto", str(mturk_hits))
+    summary = run_hits_import(load_spec("protoqa"), str(MTURK_RESULTS), str(output), "auto", str(mturk_hits))
     assert _csv_rows(output) == _csv_rows(DATA / "protoqa_answers_mturk.csv")
     assert summary["stages"]["import_answers"] == {
         "in": 9, "kept": 5, "balanced": True,
@@ -104,7 +108,7 @@ def test_mturk_results_import_matches_the_golden_answers(mturk_hits, tmp_path):
 
 def test_label_studio_import_matches_the_golden_answers(ls_hits, tmp_path):
     output = tmp_path / "answers.csv"
-    summary = run_hits_import(str(LS_EXPORT), str(output), "auto", str(ls_hits))
+    summary = run_hits_import(load_spec("protoqa"), str(LS_EXPORT), str(output), "auto", str(ls_hits))
     assert _csv_rows(output) == _csv_rows(DATA / "protoqa_answers_label_studio.csv")
     assert summary["stages"]["import_answers"]["rejected"] == {
         "cancelled_annotation": 1, "duplicate_worker": 1, "empty_answer": 1}
@@ -112,17 +116,53 @@ def test_label_studio_import_matches_the_golden_answers(ls_hits, tmp_path):
 
 
 def test_imported_answers_are_what_cluster_prep_reads():
-    rows, _, _ = import_results(str(MTURK_RESULTS))
+    rows, _, _ = import_results(str(MTURK_RESULTS), LIMITS)
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=ANSWER_COLUMNS)
     writer.writeheader()
     writer.writerows(rows)
-    questions, rejects, n_rows = read_crowd_answers(out.getvalue())
+    questions, rejects, n_rows = read_crowd_answers(io.BytesIO(out.getvalue().encode()), LIMITS)
     assert n_rows == 5 and not rejects
     assert [(q.question_id, dict(q.counts)) for q in questions] == [
         ("p1", {"potato salad": 1, "Sandwiches": 1, "drinks": 1}),
         ("p2", {"traffic": 1}), ("p3", {"spoons": 1})]
     assert questions[2].question == "Name something you’d find in a kitchen drawer & never use."
+
+
+def test_a_300_kb_answer_is_a_reject_and_the_rest_is_imported(mturk_hits, tmp_path, capsys):
+    """The issue's case: one answer field of 300 KB ended the import with `_csv.Error`."""
+    big = tmp_path / "Batch_big_results.csv"
+    text = MTURK_RESULTS.read_text(encoding="utf-8")
+    big.write_text(text.replace(",Sandwiches,", "," + "Sandwiches " * 30_000 + ","), encoding="utf-8")
+    output = tmp_path / "answers.csv"
+    assert main(["protoqa", "hits", "import", str(big), "--hits", str(mturk_hits), "--output", str(output)]) == 0
+    expected = [row for row in _csv_rows(DATA / "protoqa_answers_mturk.csv") if "A1" not in row]
+    assert _csv_rows(output) == expected                                     # A1 (line 2) left out
+    rejects = list(csv.DictReader(open(rejects_path(str(output)), encoding="utf-8")))
+    [big_row] = [r for r in rejects if r["reason"] == "field_too_large"]
+    assert big_row["record_id"] == "Batch_big_results.csv:line 2"
+    assert big_row["detail"] == "Answer.answer: 330000 bytes, over 65536"
+    assert len(rejects) == 5
+    assert "field_too_large" in capsys.readouterr().out                      # in the summary table
+    # a spec value raises the limit: the answer is read (and kept, as A1 was)
+    assert main(["protoqa", "hits", "import", str(big), "--output", str(output),
+                 "--set", "limits.max_field_bytes=400000"]) == 0
+    assert ",Sandwiches Sandwiches " in output.read_text(encoding="utf-8")   # answer whitespace collapsed
+    assert "field_too_large" not in open(rejects_path(str(output)), encoding="utf-8").read()
+
+
+def test_a_label_studio_annotation_over_the_limits_is_a_reject(ls_hits, tmp_path):
+    tasks = json.loads(LS_EXPORT.read_text(encoding="utf-8"))
+    first = tasks[0]["annotations"][0]
+    first["result"][0]["value"]["text"] = ["x" * 70_000]
+    edited = tmp_path / "export.json"
+    edited.write_text(json.dumps(tasks), encoding="utf-8")
+    rows, rejects, n_in = import_results(str(edited), LIMITS, "auto", str(ls_hits))
+    golden = _csv_rows(DATA / "protoqa_answers_label_studio.csv")
+    assert [r["answer"] for r in rows] == [row[2] for row in golden[1:] if row[4] != str(first["id"])]
+    assert [(r.reason, r.record_id) for r in rejects if r.reason == "field_too_large"] == [
+        ("field_too_large", f"export.json:task {tasks[0]['id']} annotation {first['id']}")]
+    assert n_in == 7
 
 
 def _rewrite_mturk(tmp_path: Path, edit) -> Path:
@@ -145,13 +185,13 @@ def test_task_answers_json_column_is_read_like_answer_columns(tmp_path):
         kept = [c for c in header if not c.startswith("Answer.")]
         return kept[:-2] + ["Answer.taskAnswers"] + kept[-2:], rows
     edited = _rewrite_mturk(tmp_path, to_task_answers)
-    assert import_results(str(edited))[0] == import_results(str(MTURK_RESULTS))[0]
+    assert import_results(str(edited), LIMITS)[0] == import_results(str(MTURK_RESULTS), LIMITS)[0]
 
 
 def test_a_missing_column_is_one_clear_error(tmp_path, capsys):
     edited = _rewrite_mturk(tmp_path, lambda h, r: ([c for c in h if c != "Answer.answer"], r))
     with pytest.raises(UserError, match="missing column 'Answer.answer'"):
-        import_results(str(edited))
+        import_results(str(edited), LIMITS)
     code = main(["protoqa", "hits", "import", str(edited), "--output", str(tmp_path / "a.csv")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err[0].startswith("warning: without --hits")
@@ -164,14 +204,14 @@ def test_a_foreign_hit_is_one_clear_error(mturk_hits, ls_hits, tmp_path, capsys)
         rows[3]["Input.question_id"] = "r9q9"
         return header, rows
     with pytest.raises(UserError, match=r"A4 \(HIT HIT2\) is not from this export"):
-        import_results(str(_rewrite_mturk(tmp_path, foreign_id)), "auto", str(mturk_hits))
+        import_results(str(_rewrite_mturk(tmp_path, foreign_id)), LIMITS, "auto", str(mturk_hits))
 
     def other_text(header, rows):
         rows[0]["Input.question"] = json.dumps("Name something people bring to a wedding.")
         return header, rows
     edited = _rewrite_mturk(tmp_path, other_text)
     with pytest.raises(UserError, match="question differs"):
-        import_results(str(edited), "auto", str(mturk_hits))
+        import_results(str(edited), LIMITS, "auto", str(mturk_hits))
     code = main(["protoqa", "hits", "import", str(edited), "--hits", str(mturk_hits),
                  "--output", str(tmp_path / "a.csv")])
     assert code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
@@ -180,18 +220,18 @@ def test_a_foreign_hit_is_one_clear_error(mturk_hits, ls_hits, tmp_path, capsys)
     foreign = tmp_path / "foreign.json"
     foreign.write_text(json.dumps(tasks), encoding="utf-8")
     with pytest.raises(UserError, match="r9q9"):
-        import_results(str(foreign), "auto", str(ls_hits))
+        import_results(str(foreign), LIMITS, "auto", str(ls_hits))
     with pytest.raises(UserError, match="is a mturk export"):
-        import_results(str(LS_EXPORT), "auto", str(mturk_hits))
+        import_results(str(LS_EXPORT), LIMITS, "auto", str(mturk_hits))
 
 
 def test_a_results_file_of_another_layout_is_refused(tmp_path):
     own = tmp_path / "own.csv"
     own.write_text("question_id,question,answer\np1,Q,a\n", encoding="utf-8")
     with pytest.raises(UserError, match="neither an MTurk results CSV"):
-        import_results(str(own))
+        import_results(str(own), LIMITS)
     with pytest.raises(UserError, match="give a .csv path"):
-        run_hits_import(str(MTURK_RESULTS), str(tmp_path / "answers.jsonl"))
+        run_hits_import(load_spec("protoqa"), str(MTURK_RESULTS), str(tmp_path / "answers.jsonl"))
 
 
 def test_read_questions_from_a_run_or_a_file_and_its_errors(tmp_path):

@@ -124,6 +124,28 @@ def test_curate_questions_reads_bytes_with_origins():
                                            (("read", "rejected.malformed_row"), 4)]), label="Tallies")
 
 
+def test_lines_and_strings_over_the_limits_are_rejects(tmp_path):
+    spec = load_spec("protoqa", ["limits.max_field_bytes=100", "limits.max_record_bytes=2000"])
+
+    def row(qid: str, question: str, answer: str = "towel") -> str:
+        return json.dumps({"metadata": {"id": qid}, "question": {"original": question},
+                           "answers": {"raw": {answer: 3}}})
+
+    path = tmp_path / "limits.jsonl"
+    path.write_text("\n".join([
+        row("q1", "Name something you take to the beach."),
+        row("q2", "Name something you take to the beach.", "sun " * 30),       # a 120-byte answer
+        row("q3", "Name something you take to the beach." + " really" * 500),  # a 3.5 KB line
+        row("q4", "Name something you keep in a glovebox."),
+    ]) + "\n", encoding="utf-8")
+    with beam_test_pipeline() as p:
+        rows, rejects, _ = (p | ReadQuestionLines([str(path)], spec.limits)
+                            | CurateQuestions(spec.questions, spec.seed, limits=spec.limits))
+        assert_that(rows | "Ids" >> beam.Map(lambda r: r["question_id"]), equal_to(["q1", "q4"]), label="Kept")
+        assert_that(rejects | "Reasons" >> beam.Map(lambda r: (r.reason, r.detail.split(": ")[0])), equal_to([
+            ("field_too_large", f"{path}:2"), ("record_too_large", f"{path}:3")]), label="Rejects")
+
+
 def test_strict_policy_rejects_the_latin1_line():
     spec = load_spec("protoqa", ["questions.encoding=strict"])
     with beam_test_pipeline() as p:

@@ -37,13 +37,16 @@ SPEC = load_spec("protoqa", ["answers.proposals.embedder.name=none"])
 INVALID = SPEC.sheets.invalid_labels
 
 
+LIMITS = load_spec("protoqa").limits
+
+
 def test_read_crowd_answers_counts_responses():
-    questions, rejects, rows = read_crowd_answers((DATA / "crowd_answers.csv").read_text())
+    questions, rejects, rows = read_crowd_answers(DATA / "crowd_answers.csv", LIMITS)
     assert rows == 184 and not rejects
     assert [q.question_id for q in questions] == ["c1", "c2"]
     assert questions[0].counts["sandwiches"] == 14 and sum(questions[1].counts.values()) == 100
     text = "question,answer,count\nName a pet.,dog,3\nName a pet.,,1\nName a pet.,cat,x\n"
-    questions, rejects, rows = read_crowd_answers(text)
+    questions, rejects, rows = read_crowd_answers(io.BytesIO(text.encode()), LIMITS)
     assert questions[0].counts == {"dog": 3} and questions[0].question_id.startswith("q")
     assert sorted(r.reason for r in rejects) == ["bad_count", "empty_answer"]
 
@@ -115,7 +118,7 @@ def test_stub_sheet_format_with_formula_row():
 
 def test_round_trip_sheets_filled_in_the_test(tmp_path):
     prep_rows = []
-    questions, _, _ = read_crowd_answers((DATA / "crowd_answers.csv").read_text())
+    questions, _, _ = read_crowd_answers(DATA / "crowd_answers.csv", LIMITS)
     for q in questions:
         normalized = normalize_answers(list(q.counts), IdentityLemmatizer(), SPEC.answers.articles)
         for p in propose_clusters(q.counts, normalized, SPEC.answers.proposals, SPEC.seed):

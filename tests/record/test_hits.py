@@ -131,7 +131,7 @@ def spec(*overrides: str) -> RecordSpec:
 
 
 def import_with(run_dir: Path, results: Path, out: Path, record_spec: RecordSpec) -> dict[str, Any]:
-    return import_results(run_dir, results, out, record_spec.hits, record_spec.splits, record_spec.seed)
+    return import_results(run_dir, results, out, record_spec.hits, record_spec.splits, record_spec.seed, record_spec.limits)
 
 
 # --------------------------------------------------------------------------- export

@@ -141,12 +141,34 @@ def test_mturk_results_give_the_same_splits_as_the_own_csv(run_dir, exported, an
                 "chosen_entity": "2", "feedback": "", "status": "Rejected"}
     results = mturk_results(tmp_path / "Batch_1_batch_results.csv", answers, inputs, [rejected])
     s = spec()
-    summary = import_results(run_dir, results, tmp_path / "mturk", s.hits, s.splits, s.seed)
+    summary = import_results(run_dir, results, tmp_path / "mturk", s.hits, s.splits, s.seed, s.limits)
     assert summary["results_format"] == "mturk"
-    import_results(run_dir, own_results(tmp_path / "own.csv", answers), tmp_path / "own", s.hits, s.splits, s.seed)
-    assert placed(tmp_path / "mturk") == placed(tmp_path / "own")
+    import_results(run_dir, own_results(tmp_path / "own.csv", answers), tmp_path / "own", s.hits, s.splits, s.seed, s.limits)
+    mturk, own = placed(tmp_path / "mturk"), placed(tmp_path / "own")
+    assert mturk["rejects"] == sorted([*own["rejects"], ("REJ-1", "rejected_assignment")])
+    assert {**mturk, "rejects": own["rejects"]} == own
+    assert summary["stages"]["read_results"] == {"in": len(answers) + 1, "kept": len(answers),
+                                                 "rejected": {"rejected_assignment": 1}, "balanced": True}
     assert "rejected-worker" not in (tmp_path / "mturk" / "workers.csv").read_text(encoding="utf-8")
     assert summary["stages"]["human_filter"]["balanced"] and summary["submissions"]["judged"] == len(answers)
+
+
+def test_an_oversized_results_row_is_a_read_results_reject(run_dir, answers, tmp_path):
+    """The row after the last answer (file line len(answers) + 2) carries 70 KB of feedback."""
+    big = dict(answers[0], assignment_id="BIG-1", feedback="f" * 70_000)
+    path = own_results(tmp_path / "results.csv", [*answers, big])
+    s = spec()
+    summary = import_results(run_dir, path, tmp_path / "out", s.hits, s.splits, s.seed, s.limits)
+    assert summary["stages"]["read_results"] == {"in": len(answers) + 1, "kept": len(answers),
+                                                 "rejected": {"field_too_large": 1}, "balanced": True}
+    import_results(run_dir, own_results(tmp_path / "own.csv", answers), tmp_path / "own", s.hits, s.splits,
+                   s.seed, s.limits)
+    big_rejects = [r for r in read_table(tmp_path / "out", "rejects").to_pylist() if r["stage"] == "read_results"]
+    assert [(r["reason"], r["record_id"], r["detail"]) for r in big_rejects] == [
+        ("field_too_large", f"results.csv:line {len(answers) + 2}", "feedback: 70000 bytes, over 65536")]
+    got = placed(tmp_path / "out")
+    got["rejects"] = [r for r in got["rejects"] if r[1] != "field_too_large"]
+    assert got == placed(tmp_path / "own")                            # the other rows count as before
 
 
 def label_studio_export(path: Path, rows: list[dict[str, str]], tasks: list[dict], options_of) -> Path:
@@ -176,9 +198,9 @@ def test_label_studio_export_gives_the_same_splits(run_dir, exported, answers, t
     answers = [dict(r, assignment_id=str(1000 + n)) for n, r in enumerate(answers)]   # Label Studio's ids
     results = label_studio_export(tmp_path / "project-1-at-2024.json", answers, tasks, option_text)
     s = spec()
-    summary = import_results(run_dir, results, tmp_path / "ls", s.hits, s.splits, s.seed)
+    summary = import_results(run_dir, results, tmp_path / "ls", s.hits, s.splits, s.seed, s.limits)
     assert summary["results_format"] == "label-studio"
-    import_results(run_dir, own_results(tmp_path / "own.csv", answers), tmp_path / "own", s.hits, s.splits, s.seed)
+    import_results(run_dir, own_results(tmp_path / "own.csv", answers), tmp_path / "own", s.hits, s.splits, s.seed, s.limits)
     assert placed(tmp_path / "ls") == placed(tmp_path / "own")
 
 
@@ -190,11 +212,11 @@ def test_foreign_hits_are_one_clear_error(run_dir, exported, answers, tmp_path):
     results = mturk_results(tmp_path / "foreign.csv", answers[:3], inputs, [unknown])
     with pytest.raises(UserError, match=r"assignment FOREIGN-1 .* is not from this export: triple_id 'f+-0+-0' "
                                         r"is not in the run"):
-        import_results(run_dir, results, tmp_path / "out", s.hits, s.splits, s.seed)
+        import_results(run_dir, results, tmp_path / "out", s.hits, s.splits, s.seed, s.limits)
     changed = {k: dict(v, query=v["query"].replace("capital", "harbour")) for k, v in inputs.items()}
     results = mturk_results(tmp_path / "changed.csv", answers[:3], changed)
     with pytest.raises(UserError, match=r"its query differs from the run's"):
-        import_results(run_dir, results, tmp_path / "out", s.hits, s.splits, s.seed)
+        import_results(run_dir, results, tmp_path / "out", s.hits, s.splits, s.seed, s.limits)
 
 
 def test_cli_exports_and_imports_platform_files(run_dir, exported, answers, tmp_path, capsys):

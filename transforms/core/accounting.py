@@ -63,12 +63,13 @@ STAGE_UNITS: dict[str, dict[str, str]] = {
     "record": {
         "read": "articles", "dedup_exact": "articles", "dedup_near": "articles",
         "passage_split": "articles", "annotate": "articles", "passage_filter": "articles",
-        "sentence_filter": "sentences", "machine_filter": "triples", "human_filter": "triples",
+        "sentence_filter": "sentences", "machine_filter": "triples", "read_results": "results",
+        "human_filter": "triples",
     },
     "cosmos": {
         "read": "posts", "story_filter": "stories", "story_sample": "stories",
         "sentences": "stories", "coherence": "stories",
-        "segment": "sentences", "sample": "paragraphs", "question_sets": "questions",
+        "segment": "sentences", "sample": "paragraphs", "read_results": "results", "question_sets": "questions",
         "validation": "sets",
     },
     "protoqa": {

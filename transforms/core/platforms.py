@@ -32,8 +32,17 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from urllib.parse import parse_qsl, urlencode
 
+from data_specs.models import LimitsSection
 from transforms.core.cells import csv_cell
 from transforms.core.errors import UserError
+from transforms.core.untrusted import (
+    MALFORMED_RECORD,
+    Skipped,
+    check_json_record,
+    parse_json,
+    read_csv_rows,
+    read_json_file,
+)
 
 PathLike = Union[str, Path]
 
@@ -55,6 +64,8 @@ MTURK_RESULT_COLUMNS = (
 MTURK_REQUIRED = ("HITId", "AssignmentId", "WorkerId", "AssignmentStatus", "SubmitTime")
 MTURK_TRAILING_COLUMNS = ("Approve", "Reject")
 TASK_ANSWERS = "taskAnswers"
+REJECTED_ASSIGNMENT = "rejected_assignment"
+CANCELLED_ANNOTATION = "cancelled_annotation"
 PREVIEW_ASSIGNMENT = "PREVIEW_ASSIGNMENT"
 SUBMIT_PATH = "/mturk/externalSubmit"
 
@@ -151,20 +162,21 @@ def _in_submit_order(assignments: list[Assignment], source: PathLike) -> list[As
 
 # --------------------------------------------------------------------------- MTurk results
 
-def _flatten_task_answers(text: str, source: PathLike, line: int) -> dict[str, object]:
-    """`Answer.taskAnswers` (a JSON list holding one object) as a flat dict of fields."""
+def _flatten_task_answers(text: str) -> Union[dict[str, object], str]:
+    """`Answer.taskAnswers` (a JSON list holding one object) as a flat dict of fields, or what
+    is wrong with it."""
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{source}: line {line}: Answer.taskAnswers is not JSON ({exc.msg})") from None
+        value = parse_json(text)
+    except ValueError as exc:
+        return f"Answer.taskAnswers is not JSON ({getattr(exc, 'msg', exc)})"
     if isinstance(value, list):
         if len(value) != 1 or not isinstance(value[0], dict):
-            raise UserError(f"{source}: line {line}: Answer.taskAnswers must be a list of one object")
+            return "Answer.taskAnswers must be a list of one object"
         value = value[0]
     if not isinstance(value, dict):
-        raise UserError(f"{source}: line {line}: Answer.taskAnswers must be a JSON object")
+        return "Answer.taskAnswers must be a JSON object"
     return dict(value)
 
 
@@ -175,44 +187,61 @@ def _seconds(value: Any) -> float | None:
         return None
 
 
+@dataclass(frozen=True)
+class PlatformResults:
+    """A results file read: the submitted `assignments` in submission order, the ones the
+    platform withdrew (`withdrawn`: MTurk `Rejected`, Label Studio cancelled) in file order,
+    and the parts of the file left out for `limits` or damage (`skipped`)."""
+
+    assignments: list[Assignment]
+    withdrawn: list[Assignment]
+    skipped: list[Skipped]
+
+
 def read_mturk_results(path: PathLike, required_inputs: Sequence[str],
-                       required_answers: Sequence[str]) -> list[Assignment]:
-    """The assignments of an MTurk batch results CSV, rejected ones left out, by SubmitTime.
+                       required_answers: Sequence[str], limits: LimitsSection) -> PlatformResults:
+    """An MTurk batch results CSV: assignments by SubmitTime, `Rejected` ones withdrawn.
 
     `required_inputs` are template variables (`Input.<var>` columns) and `required_answers` form
     fields (`Answer.<field>` columns or keys of `Answer.taskAnswers`) the import needs; a missing
-    one is a `UserError` naming the file and the column.
+    one is a `UserError` naming the file and the column. A row over `limits`, damaged, or whose
+    `Answer.taskAnswers` is not one JSON object is skipped with its reason
+    (`transforms.core.untrusted`).
     """
-    with Path(path).open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
-        header = list(reader.fieldnames or [])
-        task_answers = f"Answer.{TASK_ANSWERS}" in header
-        needed = [*MTURK_REQUIRED, *(f"Input.{v}" for v in required_inputs),
-                  *(() if task_answers else (f"Answer.{f}" for f in required_answers))]
-        missing = [c for c in needed if c not in header]
-        if missing:
-            raise UserError(f"{path}: not an MTurk results file for this task: missing column "
-                            f"{missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-        assignments = []
-        for line, row in enumerate(reader, start=2):
-            if (row.get("AssignmentStatus") or "").strip() == "Rejected":
+    table = read_csv_rows(path, limits)
+    header = table.header
+    task_answers = f"Answer.{TASK_ANSWERS}" in header
+    needed = [*MTURK_REQUIRED, *(f"Input.{v}" for v in required_inputs),
+              *(() if task_answers else (f"Answer.{f}" for f in required_answers))]
+    missing = [c for c in needed if c not in header]
+    if missing:
+        raise UserError(f"{path}: not an MTurk results file for this task: missing column "
+                        f"{missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    assignments: list[Assignment] = []
+    withdrawn: list[Assignment] = []
+    skipped = list(table.skipped)
+    for line, row in table.rows:
+        answers: dict[str, object] = {}
+        for column, value in row.items():
+            if column.startswith("Answer.") and column != f"Answer.{TASK_ANSWERS}":
+                answers[column[len("Answer."):]] = value
+        rejected = row["AssignmentStatus"].strip() == "Rejected"   # its answers are not read
+        if task_answers and not rejected:
+            flat = _flatten_task_answers(row[f"Answer.{TASK_ANSWERS}"])
+            if isinstance(flat, str):
+                skipped.append(Skipped(MALFORMED_RECORD, f"line {line}", flat))
                 continue
-            answers: dict[str, object] = {}
-            for column, value in row.items():
-                if column and column.startswith("Answer.") and column != f"Answer.{TASK_ANSWERS}":
-                    answers[column[len("Answer."):]] = value or ""
-            if task_answers:
-                answers.update(_flatten_task_answers(row[f"Answer.{TASK_ANSWERS}"] or "", path, line))
-                absent = [f for f in required_answers if f not in answers]
-                if absent:
-                    raise UserError(f"{path}: line {line}: Answer.taskAnswers has no field {absent[0]!r}")
-            inputs = {c[len("Input."):]: v or "" for c, v in row.items() if c and c.startswith("Input.")}
-            assignments.append(Assignment(
-                hit_id=row["HITId"] or "", assignment_id=row["AssignmentId"] or "",
-                worker_id=row["WorkerId"] or "", status=row["AssignmentStatus"] or "",
-                submit_time=row["SubmitTime"] or "", work_seconds=_seconds(row.get("WorkTimeInSeconds")),
-                inputs=inputs, answers=answers))
-    return _in_submit_order(assignments, path)
+            answers.update(flat)
+            absent = [f for f in required_answers if f not in answers]
+            if absent:
+                raise UserError(f"{path}: line {line}: Answer.taskAnswers has no field {absent[0]!r}")
+        inputs = {c[len("Input."):]: v for c, v in row.items() if c.startswith("Input.")}
+        assignment = Assignment(
+            hit_id=row["HITId"], assignment_id=row["AssignmentId"], worker_id=row["WorkerId"],
+            status=row["AssignmentStatus"], submit_time=row["SubmitTime"],
+            work_seconds=_seconds(row.get("WorkTimeInSeconds")), inputs=inputs, answers=answers)
+        (withdrawn if rejected else assignments).append(assignment)
+    return PlatformResults(_in_submit_order(assignments, path), withdrawn, skipped)
 
 
 # --------------------------------------------------------------------------- Label Studio
@@ -230,6 +259,8 @@ def _result_value(result: Mapping[str, Any]) -> object:
     """A Label Studio result's answer: its `value` under the key of its type (`choices`, `text`,
     `rating`, ...); a one-item list is its item, text areas' lines are joined by newlines."""
     value = result.get("value") or {}
+    if not isinstance(value, dict):
+        return value if isinstance(value, str) else ""
     kind = str(result.get("type") or "").lower()
     key = {"textarea": "text"}.get(kind, kind)
     if key not in value:
@@ -247,44 +278,78 @@ def _result_value(result: Mapping[str, Any]) -> object:
 
 def _worker(completed_by: object) -> str:
     if isinstance(completed_by, dict):
-        return str(completed_by.get("email") or completed_by.get("id") or "")
-    return "" if completed_by is None else str(completed_by)
+        completed_by = completed_by.get("email") or completed_by.get("id") or ""
+    return "" if completed_by is None else _text(completed_by)
 
 
-def read_label_studio_export(path: PathLike, required_data: Sequence[str]) -> list[Assignment]:
-    """The annotations of a Label Studio JSON export (cancelled ones left out), by `created_at`.
+def read_label_studio_export(path: PathLike, required_data: Sequence[str], limits: LimitsSection) -> PlatformResults:
+    """A Label Studio JSON export: annotations by `created_at`, cancelled ones withdrawn.
 
     Each task's `data` must hold `required_data` (a `UserError` names the file, task and key).
     Answers are keyed by each result's `from_name`; the worker is `completed_by` (a user id, or
-    the e-mail when the export expands users); `work_seconds` is `lead_time`.
+    the e-mail when the export expands users); `work_seconds` is `lead_time`. A task whose
+    `data`, or an annotation that, is over `limits.max_record_bytes` or holds a string over
+    `limits.max_field_bytes` is skipped with its reason (the task's other annotations are
+    read); the file itself may be up to `limits.max_file_bytes`.
     """
-    try:
-        tasks = json.loads(Path(path).read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not a Label Studio JSON export ({exc.msg} at line {exc.lineno})") from None
+    tasks = read_json_file(path, limits, "Label Studio JSON export")
     if not isinstance(tasks, list):
         raise UserError(f"{path}: not a Label Studio JSON export (expected a list of tasks)")
-    assignments = []
+    assignments: list[Assignment] = []
+    withdrawn: list[Assignment] = []
+    skipped: list[Skipped] = []
     for n, task in enumerate(tasks):
         if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
             raise UserError(f"{path}: task {n}: not a Label Studio task (no 'data' object)")
         data = task["data"]
-        task_id = str(task.get("id", n))
+        task_id = _text(task.get("id", n))
+        problem = check_json_record(data, limits)
+        if problem:
+            skipped.append(Skipped(problem[0], f"task {task_id}", f"data: {problem[1]}"))
+            continue
         absent = [k for k in required_data if k not in data]
         if absent:
             raise UserError(f"{path}: task {task_id}: data has no field {absent[0]!r}")
-        for annotation in task.get("annotations") or []:
-            if annotation.get("was_cancelled"):
+        annotations = task.get("annotations") or []
+        if not isinstance(annotations, list):
+            skipped.append(Skipped(MALFORMED_RECORD, f"task {task_id}", "annotations is not a list"))
+            continue
+        for annotation in annotations:
+            if not isinstance(annotation, dict):
+                skipped.append(Skipped(MALFORMED_RECORD, f"task {task_id}", "an annotation is not an object"))
                 continue
-            answers = {str(r.get("from_name")): _result_value(r) for r in annotation.get("result") or []
+            problem = check_json_record(annotation, limits)
+            if problem:
+                skipped.append(Skipped(problem[0], f"task {task_id} annotation {_text(annotation.get('id', ''))}",
+                                       problem[1]))
+                continue
+            results = annotation.get("result") or []
+            answers = {_text(r.get("from_name")): _result_value(r) for r in
+                       (results if isinstance(results, list) else [])
                        if isinstance(r, dict) and r.get("from_name")}
-            assignments.append(Assignment(
-                hit_id=task_id, assignment_id=str(annotation.get("id", "")),
-                worker_id=_worker(annotation.get("completed_by")), status="completed",
-                submit_time=str(annotation.get("created_at") or annotation.get("updated_at") or ""),
+            assignment = Assignment(
+                hit_id=task_id, assignment_id=_text(annotation.get("id", "")),
+                worker_id=_worker(annotation.get("completed_by")),
+                status="cancelled" if annotation.get("was_cancelled") else "completed",
+                submit_time=_text(annotation.get("created_at") or annotation.get("updated_at") or ""),
                 work_seconds=_seconds(annotation.get("lead_time")),
-                inputs={k: _as_input(v) for k, v in data.items()}, answers=answers))
-    return _in_submit_order(assignments, path)
+                inputs={_text(k): _as_input(v) for k, v in data.items()}, answers=answers)
+            (withdrawn if annotation.get("was_cancelled") else assignments).append(assignment)
+    return PlatformResults(_in_submit_order(assignments, path), withdrawn, skipped)
+
+
+def left_out(results: PlatformResults) -> list[Skipped]:
+    """Everything a results file held but the readers left out, as `Skipped`: withdrawn work
+    (`rejected_assignment` on MTurk, `cancelled_annotation` in Label Studio; `where` is the
+    assignment id) and the parts over the limits or damaged."""
+    withdrawn = [Skipped(CANCELLED_ANNOTATION if a.status == "cancelled" else REJECTED_ASSIGNMENT,
+                         a.assignment_id, f"worker {a.worker_id}, HIT {a.hit_id}") for a in results.withdrawn]
+    return withdrawn + list(results.skipped)
+
+
+def _text(value: object) -> str:
+    """A JSON scalar as text (ids and times may come as numbers)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------- shared checks

@@ -21,6 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
+from transforms.core.untrusted import parse_json
+
 PROVENANCE_FILE = "provenance.json"
 FORMAT = 1
 # Keys of the Parquet file metadata (`csdata describe FILE` prints them).
@@ -155,8 +157,8 @@ def read_provenance(folder: Union[str, Path]) -> Optional[dict[str, Any]]:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
+        data = parse_json(path.read_text(encoding="utf-8"))
+    except ValueError:                    # not UTF-8, not JSON, or nested too deeply
         return None
     return data if isinstance(data, dict) and isinstance(data.get("steps"), list) else None
 

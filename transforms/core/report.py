@@ -18,6 +18,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 from transforms.core.accounting import REJECTS
 from transforms.core.errors import UserError
 from transforms.core.plots import funnel_svg
+from transforms.core.untrusted import parse_json
 
 INDEX = "index.html"
 EXAMPLES_PER_REASON = 3
@@ -151,7 +152,7 @@ def json_lines(path: Union[str, Path], text: str) -> list[Any]:
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                values.append(json.loads(line))
+                values.append(parse_json(line))
             except ValueError:
                 raise UserError(f"--reference {path}: line {number} is not JSON") from None
     return values

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from data_specs.models import CosmosHitsSection
+from data_specs.models import CosmosHitsSection, LimitsSection
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import stage_entry
 from transforms.core.cells import csv_row, read_csv_cell
@@ -49,10 +49,13 @@ from transforms.core.platforms import (
     OWN_CSV,
     detect_results_format,
     fill_template,
+    left_out,
 )
+from transforms.core.untrusted import Skipped, read_csv_rows
 from transforms.cosmos import hits_pages
 
 PathLike = Union[str, Path]
+READ_STAGE = "read_results"        # records of the results files, before their rows are sets
 QUESTION_STAGE = "question_sets"
 VALIDATION_STAGE = "validation"
 HIT_COLUMNS = ("paragraph_id", "blog_id", "paragraph", "instructions")
@@ -111,7 +114,7 @@ def export_question_hits(run_dir: PathLike, out_csv: PathLike, hits: CosmosHitsS
 
 
 def export_validation_hits(run_dir: PathLike, questions: PathLike, out: PathLike, hits: CosmosHitsSection,
-                           seed: int, fmt: str = OWN_CSV, questions_format: str = "auto") -> int:
+                           seed: int, limits: LimitsSection, fmt: str = OWN_CSV, questions_format: str = "auto") -> int:
     """Write the validation task (§2.3) for every well-formed written set; return HITs.
 
     `questions` is the writing task's results (own CSV, MTurk or Label Studio). `csv` writes one
@@ -120,7 +123,7 @@ def export_validation_hits(run_dir: PathLike, questions: PathLike, out: PathLike
     """
     _check_format(fmt)
     paragraphs = {p["paragraph_id"]: p for p in _paragraphs(run_dir)}
-    sets, _, _ = read_question_sets(questions, paragraphs, hits, questions_format)
+    sets, _, _ = read_question_sets(questions, paragraphs, hits, limits, questions_format)
     mturk_rows, ls_rows = hits_pages.validation_rows(sets, paragraphs, seed)
     if fmt != OWN_CSV:
         hits_pages.write_export(out, fmt, hits_pages.validation_template(), hits_pages.validation_config(),
@@ -138,8 +141,8 @@ def export_validation_hits(run_dir: PathLike, questions: PathLike, out: PathLike
     return len(sets)
 
 
-def preview_page(run_dir: PathLike, hits: CosmosHitsSection, seed: int, questions: Optional[PathLike] = None,
-                 item: Optional[str] = None) -> str:
+def preview_page(run_dir: PathLike, hits: CosmosHitsSection, seed: int, limits: LimitsSection,
+                 questions: Optional[PathLike] = None, item: Optional[str] = None) -> str:
     """The MTurk writing page filled with a paragraph, or (with `questions`) the validation page
     filled with a written set; the first in export order unless `item` names one."""
     paragraphs = {p["paragraph_id"]: p for p in _paragraphs(run_dir)}
@@ -147,7 +150,7 @@ def preview_page(run_dir: PathLike, hits: CosmosHitsSection, seed: int, question
         rows, _ = hits_pages.writing_rows(paragraphs.values())
         page = hits_pages.writing_template(hits)
     else:
-        sets, _, _ = read_question_sets(questions, paragraphs, hits)
+        sets, _, _ = read_question_sets(questions, paragraphs, hits, limits)
         rows, _ = hits_pages.validation_rows(sets, paragraphs, seed)
         page = hits_pages.validation_template()
     chosen = [row for key, row in rows.items() if item is None or key == item]
@@ -189,13 +192,27 @@ class Judgement:
     answerable_without_paragraph: bool
 
 
-def _read_csv(path: PathLike, required: Sequence[str]) -> list[dict[str, str]]:
-    with Path(path).open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in required if c not in (reader.fieldnames or [])]
-        if missing:
-            raise UserError(f"{path}: missing columns {missing}")
-        return [{k: read_csv_cell((v or "").strip()) for k, v in row.items() if k is not None} for row in reader]
+@dataclass(frozen=True)
+class ResultsFile:
+    """A results file read: its rows in the own layout, how many records (rows, assignments or
+    annotations) they came from, and what was left out (`transforms.core.untrusted.Skipped`)."""
+
+    rows: list[dict[str, str]]
+    records: int
+    skipped: list[Skipped]
+
+    def rejects(self, source: PathLike) -> list[dict[str, str]]:
+        """The left-out parts as rejects of the stage `read_results`."""
+        return [rejection(READ_STAGE, s.reason, s.record_id(source), s.detail) for s in self.skipped]
+
+
+def _read_csv(path: PathLike, required: Sequence[str], limits: LimitsSection) -> ResultsFile:
+    table = read_csv_rows(path, limits)
+    missing = [c for c in required if c not in table.header]
+    if missing:
+        raise UserError(f"{path}: missing columns {missing}")
+    rows = [{k: read_csv_cell(v.strip()) for k, v in row.items()} for _, row in table.rows]
+    return ResultsFile(rows, len(rows), table.skipped)
 
 
 def yes_no(value: str, column: str) -> bool:
@@ -226,22 +243,29 @@ def rejection(stage: str, reason: str, record_id: str, detail: str = "") -> dict
     return {"stage": stage, "reason": reason, "record_id": record_id, "detail": detail}
 
 
-def read_question_sets(path: PathLike, paragraphs: Mapping[str, Mapping[str, Any]],
-                       hits: CosmosHitsSection, fmt: str = "auto") -> tuple[list[QuestionSet], list[dict], int]:
-    """Well-formed sets, rejects (stage question_sets) and the number of question rows read.
-
-    `path` is QUESTIONS.csv, an MTurk results CSV or a Label Studio export of the writing task
-    (`fmt` csv, mturk, label-studio or auto); platform results must come from this run's export.
-    """
+def read_question_file(path: PathLike, paragraphs: Mapping[str, Mapping[str, Any]], hits: CosmosHitsSection,
+                       limits: LimitsSection, fmt: str = "auto") -> ResultsFile:
+    """The writing task's results as rows of the question-sets layout: QUESTIONS.csv, or an MTurk
+    results CSV / Label Studio export of this run's export (`fmt` csv, mturk, label-studio or
+    auto), read within `limits`."""
     fmt = detect_results_format(path) if fmt == "auto" else fmt
     if fmt == OWN_CSV:
-        rows = _read_csv(path, QUESTION_COLUMNS)
-    else:
-        mturk_rows, ls_rows = hits_pages.writing_rows(paragraphs.values())
-        assignments = hits_pages.read_assignments(path, fmt, "paragraph_id", ["q1_question"], mturk_rows,
-                                                  ls_rows, compare=("paragraph",))
-        rows = hits_pages.question_rows(assignments, hits)
-    return question_sets_from_rows(rows, paragraphs, hits)
+        return _read_csv(path, QUESTION_COLUMNS, limits)
+    mturk_rows, ls_rows = hits_pages.writing_rows(paragraphs.values())
+    results = hits_pages.read_assignments(path, fmt, "paragraph_id", ["q1_question"], mturk_rows,
+                                          ls_rows, ("paragraph",), limits)
+    return ResultsFile(hits_pages.question_rows(results.assignments, hits), len(results.assignments),
+                       left_out(results))
+
+
+def read_question_sets(path: PathLike, paragraphs: Mapping[str, Mapping[str, Any]],
+                       hits: CosmosHitsSection, limits: LimitsSection,
+                       fmt: str = "auto") -> tuple[list[QuestionSet], list[dict], int]:
+    """Well-formed sets, rejects (stage question_sets, and read_results for parts of the file
+    left out) and the number of question rows read, from `read_question_file`."""
+    read = read_question_file(path, paragraphs, hits, limits, fmt)
+    sets, rejects, n_rows = question_sets_from_rows(read.rows, paragraphs, hits)
+    return sets, read.rejects(path) + rejects, n_rows
 
 
 def question_sets_from_rows(rows: Sequence[Mapping[str, str]], paragraphs: Mapping[str, Mapping[str, Any]],
@@ -277,27 +301,21 @@ def question_sets_from_rows(rows: Sequence[Mapping[str, str]], paragraphs: Mappi
     return sets, rejects, len(rows)
 
 
-def attach_judgements(sets: Sequence[QuestionSet], path: PathLike, hits: CosmosHitsSection,
-                      fmt: str = "auto", paragraphs: Optional[Mapping[str, Mapping[str, Any]]] = None,
-                      seed: int = 0) -> dict[str, int]:
-    """Add each worker's first judgement of a set (at most hits.validators); returns row counts.
-
-    `path` is VALIDATIONS.csv, or an MTurk results CSV / Label Studio export of the validation
-    task exported for these sets (with `paragraphs` and the spec's `seed`), in submission order.
-    """
+def read_validation_file(sets: Sequence[QuestionSet], path: PathLike, limits: LimitsSection, fmt: str = "auto",
+                         paragraphs: Optional[Mapping[str, Mapping[str, Any]]] = None, seed: int = 0) -> ResultsFile:
+    """The validation task's results as rows of the validations layout: VALIDATIONS.csv, or an
+    MTurk results CSV / Label Studio export of the validation task exported for these sets (with
+    `paragraphs` and the spec's `seed`), in submission order, read within `limits`."""
     fmt = detect_results_format(path) if fmt == "auto" else fmt
-    rows: Sequence[Mapping[str, str]]
     if fmt == OWN_CSV:
-        rows = _read_csv(path, VALIDATION_COLUMNS)
-    else:
-        if paragraphs is None:
-            raise ValueError("platform validation results need the run's paragraphs")
-        mturk_rows, ls_rows = hits_pages.validation_rows(sets, paragraphs, seed)
-        assignments = hits_pages.read_assignments(
-            path, fmt, "set_id", [name for name in VALIDATION_COLUMNS if name not in ("set_id", "worker_id")],
-            mturk_rows, ls_rows, compare=("question", "paragraph"))
-        rows = hits_pages.judgement_rows(assignments)
-    return judgements_from_rows(sets, rows, hits)
+        return _read_csv(path, VALIDATION_COLUMNS, limits)
+    if paragraphs is None:
+        raise ValueError("platform validation results need the run's paragraphs")
+    mturk_rows, ls_rows = hits_pages.validation_rows(sets, paragraphs, seed)
+    results = hits_pages.read_assignments(
+        path, fmt, "set_id", [name for name in VALIDATION_COLUMNS if name not in ("set_id", "worker_id")],
+        mturk_rows, ls_rows, ("question", "paragraph"), limits)
+    return ResultsFile(hits_pages.judgement_rows(results.assignments), len(results.assignments), left_out(results))
 
 
 def judgements_from_rows(sets: Sequence[QuestionSet], rows: Iterable[Mapping[str, str]],
@@ -352,26 +370,33 @@ class CrowdResults:
     rejects: list[dict[str, str]]
     question_rows: int
     validations: dict[str, int]               # validation rows: read, used, unknown_set, ...
+    records: int = 0                          # records of both results files read as rows
 
     def stages(self) -> dict[str, dict[str, Any]]:
-        """The summary entries of both stages (in, kept, rejected by reason, balanced)."""
+        """The summary entries of the stages (in, kept, rejected by reason, balanced)."""
         def entry(n_in: int, kept: int, stage: str) -> dict[str, Any]:
             return stage_entry(n_in, kept, Counter(r["reason"] for r in self.rejects if r["stage"] == stage))
 
-        return {QUESTION_STAGE: entry(self.question_rows, len(self.sets), QUESTION_STAGE),
+        skipped = sum(r["stage"] == READ_STAGE for r in self.rejects)
+        return {READ_STAGE: entry(self.records + skipped, self.records, READ_STAGE),
+                QUESTION_STAGE: entry(self.question_rows, len(self.sets), QUESTION_STAGE),
                 VALIDATION_STAGE: entry(len(self.sets), len(self.valid), VALIDATION_STAGE)}
 
 
 def import_results(run_dir: PathLike, questions_csv: PathLike, validations_csv: PathLike,
-                   hits: CosmosHitsSection, fmt: str = "auto", seed: int = 0) -> CrowdResults:
+                   hits: CosmosHitsSection, limits: LimitsSection, fmt: str = "auto", seed: int = 0) -> CrowdResults:
     """Read the written sets and their validations for the paragraphs of `run_dir`; validate.
 
     Both files may be the own CSVs or platform results (`fmt` applies to both; `auto` tells
-    each apart); `seed` is the spec's, which ordered the validation page's options.
+    each apart), read within `limits`; `seed` is the spec's, which ordered the validation page's
+    options. Parts of either file left out are rejects of the stage `read_results`.
     """
     paragraphs = {p["paragraph_id"]: p for p in read_table(run_dir, "paragraphs").to_pylist()}
-    sets, rejects, n_rows = read_question_sets(questions_csv, paragraphs, hits, fmt)
-    judgement_counts = attach_judgements(sets, validations_csv, hits, fmt, paragraphs, seed)
+    written = read_question_file(questions_csv, paragraphs, hits, limits, fmt)
+    sets, rejects, n_rows = question_sets_from_rows(written.rows, paragraphs, hits)
+    judged = read_validation_file(sets, validations_csv, limits, fmt, paragraphs, seed)
+    judgement_counts = judgements_from_rows(sets, judged.rows, hits)
+    rejects = written.rejects(questions_csv) + judged.rejects(validations_csv) + rejects
     valid = []
     for qset in sets:
         reason = validate(qset, hits)
@@ -380,4 +405,4 @@ def import_results(run_dir: PathLike, questions_csv: PathLike, validations_csv: 
                                      f"{len(qset.judgements)} judgements, {intended_votes(qset)} intended"))
         else:
             valid.append(qset)
-    return CrowdResults(paragraphs, sets, valid, rejects, n_rows, judgement_counts)
+    return CrowdResults(paragraphs, sets, valid, rejects, n_rows, judgement_counts, written.records + judged.records)

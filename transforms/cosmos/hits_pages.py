@@ -24,13 +24,14 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
-from data_specs.models import CosmosHitsSection
+from data_specs.models import CosmosHitsSection, LimitsSection
 from transforms.core import pages
 from transforms.core.hashing import seeded_digest
 from transforms.core.platforms import (
     LABEL_STUDIO,
     MTURK,
     Assignment,
+    PlatformResults,
     answer_text,
     check_inputs,
     label_studio_tasks,
@@ -289,14 +290,14 @@ def write_export(out_dir: PathLike, fmt: str, page: str, config: str, mturk_rows
 
 def read_assignments(path: PathLike, fmt: str, id_field: str, required_answers: Sequence[str],
                      mturk_expected: Mapping[str, Mapping[str, str]], ls_expected: Mapping[str, Mapping[str, Any]],
-                     compare: Sequence[str]) -> list[Assignment]:
-    """A platform results file's assignments in submission order; another export's is a UserError."""
+                     compare: Sequence[str], limits: LimitsSection) -> PlatformResults:
+    """A platform results file read within `limits` (assignments in submission order, withdrawn
+    work, skipped parts); another export's results are a UserError."""
     if fmt == MTURK:
-        assignments = read_mturk_results(path, [id_field], required_answers)
-        check_inputs(assignments, mturk_expected, id_field, path, compare)
+        results = read_mturk_results(path, [id_field], required_answers, limits)
     elif fmt == LABEL_STUDIO:
-        assignments = read_label_studio_export(path, [id_field])
-        check_inputs(assignments, ls_expected, id_field, path, compare)
+        results = read_label_studio_export(path, [id_field], limits)
     else:
         raise ValueError(f"not a platform format: {fmt!r}")
-    return assignments
+    check_inputs(results.assignments, mturk_expected if fmt == MTURK else ls_expected, id_field, path, compare)
+    return results

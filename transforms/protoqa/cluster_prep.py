@@ -15,25 +15,25 @@ and are loaded once per process.
 """
 from __future__ import annotations
 
-import csv
 import functools
 import hashlib
-import io
 import re
 import string
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Protocol, Sequence
+from pathlib import Path
+from typing import IO, Iterable, Optional, Protocol, Sequence, Union
 
 import numpy as np
 
-from data_specs.models import AnswersSection, ProposalsOptions
+from data_specs.models import AnswersSection, LimitsSection, ProposalsOptions
 from filters.protoqa import normalize_question, straighten_typography
 from transforms.core.accounting import Reject
 from transforms.core.cells import unescaped_dict
 from transforms.core.errors import UserError
 from transforms.core.io import read_table
 from transforms.core.models import MiniLMEncoder, check_minilm, check_spacy, load_spacy
+from transforms.core.untrusted import read_csv_rows
 
 READ = "read_answers"
 PROPOSE = "propose_clusters"
@@ -127,26 +127,29 @@ def question_id_for(question: str) -> str:
     return "q" + hashlib.sha1(normalize_question(question).encode("utf-8")).hexdigest()[:10]
 
 
-def read_crowd_answers(text: str) -> tuple[list[QuestionAnswers], list[Reject], int]:
+def read_crowd_answers(source: Union[str, Path, IO[bytes]], limits: LimitsSection
+                       ) -> tuple[list[QuestionAnswers], list[Reject], int]:
     """Parse a crowd answers CSV: `question_id, question, answer[, count]` (header required).
 
     One row per response (count 1) or per distinct answer with its count; `question_id` may be
-    empty (an id is derived from the question). Returns (questions, rejects, rows read).
+    empty (an id is derived from the question). Rows over `limits` or damaged are rejects
+    (`transforms.core.untrusted`; record id `line N`). Returns (questions, rejects, rows read).
     """
-    reader = csv.DictReader(io.StringIO(text))
-    fields = {f.strip().lower(): f for f in reader.fieldnames or []}
-    records = (unescaped_dict(row) for row in reader)   # the CSV `protoqa hits import` wrote
+    table = read_csv_rows(source, limits)
+    fields = {f.strip().lower(): f for f in table.header}
     if "answer" not in fields or "question" not in fields:
         raise UserError("crowd answers CSV needs the columns question and answer "
-                         "(and optionally question_id, count)")
+                        "(and optionally question_id, count)")
     questions: OrderedDict[str, QuestionAnswers] = OrderedDict()
-    rejects, rows = [], 0
-    for n, row in enumerate(records, start=2):
+    rejects = [Reject(READ, s.reason, s.where.replace(" ", ""), s.detail) for s in table.skipped]
+    rows = len(table.skipped)
+    for n, raw in table.rows:
+        row = unescaped_dict(raw)    # the CSV `protoqa hits import` wrote
         rows += 1
-        question = (row.get(fields["question"]) or "").strip()
-        qid = (row.get(fields.get("question_id", ""), "") or "").strip() or question_id_for(question)
-        answer = (row.get(fields["answer"]) or "").strip()
-        raw_count = (row.get(fields.get("count", ""), "") or "1").strip() or "1"
+        question = row[fields["question"]].strip()
+        qid = row.get(fields.get("question_id", ""), "").strip() or question_id_for(question)
+        answer = row[fields["answer"]].strip()
+        raw_count = row.get(fields.get("count", ""), "1").strip() or "1"
         if not question:
             rejects.append(Reject(READ, "no_question", f"line{n}", answer))
             continue

@@ -18,7 +18,9 @@ assignment. Nothing is dropped silently; each left-out assignment is a reject of
 `import_answers`: `rejected_assignment` (MTurk status Rejected), `cancelled_annotation` (Label
 Studio), `empty_answer` (blank after whitespace is collapsed) and `duplicate_worker`: a worker
 counts once per question, with the first answer they submitted (submission order; the file's
-order on equal times), as the paper's 100 answers come from 100 different workers.
+order on equal times), as the paper's 100 answers come from 100 different workers. Rows or
+tasks of the results file over the spec's `limits`, or damaged, are rejects of the same stage
+(`record_too_large`, `field_too_large`, `not_utf8`, `malformed_record`: transforms/core/untrusted.py).
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from data_specs.models import LimitsSection
 from transforms.core import pages
 from transforms.core.accounting import Reject
 from transforms.core.cells import escaped_dict
@@ -37,6 +40,7 @@ from transforms.core.platforms import (
     LABEL_STUDIO,
     MTURK,
     Assignment,
+    PlatformResults,
     answer_text,
     check_inputs,
     detect_results_format,
@@ -47,6 +51,7 @@ from transforms.core.platforms import (
     template_variables,
     write_mturk_batch,
 )
+from transforms.core.untrusted import parse_json
 
 IMPORT = "import_answers"
 
@@ -141,11 +146,15 @@ def read_questions(path: str) -> list[HitQuestion]:
         raise UserError(f"{path}: no questions (give a `protoqa questions` output directory or a "
                         f"protoqa-data JSONL file)")
     questions, seen = [], set()
-    for n, line in enumerate(source.read_text(encoding="utf-8-sig").splitlines(), start=1):
+    try:
+        lines = source.read_bytes().decode("utf-8-sig").splitlines()
+    except UnicodeDecodeError as error:
+        raise UserError(f"{source}: not UTF-8 (byte {error.start}); protoqa-data JSONL is UTF-8") from None
+    for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = parse_json(line)
             qid, text = str(row["metadata"]["id"]), row["question"]["original"]
         except (ValueError, KeyError, TypeError):
             raise UserError(f"{source}:{n}: not a protoqa-data row (needs metadata.id and "
@@ -223,31 +232,29 @@ def results_format(path: str, fmt: str = "auto") -> str:
     return fmt
 
 
-def read_results(path: str, fmt: str) -> list[Assignment]:
-    """The submitted assignments (rejected / cancelled ones left out) in submission order,
-    checked for the task's input and answer fields (a missing one is one `UserError`)."""
+def read_results(path: str, fmt: str, limits: LimitsSection) -> PlatformResults:
+    """The results file read within `limits`: submitted assignments (in submission order),
+    withdrawn ones and skipped parts, checked for the task's input and answer fields (a missing
+    one is one `UserError`)."""
     if fmt == MTURK:
-        return read_mturk_results(path, INPUTS, (ANSWER,))
-    return read_label_studio_export(path, INPUTS)
+        return read_mturk_results(path, INPUTS, (ANSWER,), limits)
+    return read_label_studio_export(path, INPUTS, limits)
 
 
-def platform_rejects(path: str, fmt: str) -> list[Reject]:
+def platform_rejects(path: str, results: PlatformResults) -> list[Reject]:
     """The work the platform readers leave out, as rejects: MTurk assignments with status
     `Rejected` (`rejected_assignment`), cancelled Label Studio annotations
-    (`cancelled_annotation`)."""
-    if fmt == MTURK:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            return [Reject(IMPORT, "rejected_assignment",
-                           f"{row.get('Input.question_id', '')}#{row.get('AssignmentId', '')}",
-                           f"worker {row.get('WorkerId', '')}")
-                    for row in csv.DictReader(handle)
-                    if (row.get("AssignmentStatus") or "").strip() == "Rejected"]
-    tasks = json.loads(Path(path).read_text(encoding="utf-8-sig"))
-    return [Reject(IMPORT, "cancelled_annotation",
-                   f"{task['data'].get('question_id', '')}#{annotation.get('id', '')}",
-                   f"annotator {annotation.get('completed_by', '')}")
-            for task in tasks for annotation in task.get("annotations") or []
-            if annotation.get("was_cancelled")]
+    (`cancelled_annotation`), and parts of the file over the spec's `limits` or damaged
+    (`record_too_large`, `field_too_large`, `not_utf8`, `malformed_record`; the record id is
+    `FILE:line N` or `FILE:task ID`)."""
+    rejects = []
+    for a in results.withdrawn:
+        cancelled = a.status == "cancelled"
+        rejects.append(Reject(IMPORT, "cancelled_annotation" if cancelled else "rejected_assignment",
+                              f"{a.inputs.get('question_id', '')}#{a.assignment_id}",
+                              f"{'annotator' if cancelled else 'worker'} {a.worker_id}"))
+    rejects.extend(Reject(IMPORT, s.reason, s.record_id(path), s.detail) for s in results.skipped)
+    return rejects
 
 
 def check_foreign(assignments: Sequence[Assignment], hits_dir: str, fmt: str, results: str) -> None:
@@ -286,17 +293,17 @@ def answers_from_assignments(assignments: Sequence[Assignment], fmt: str
     return rows, rejects
 
 
-def import_results(path: str, fmt: str = "auto", hits_dir: Optional[str] = None
+def import_results(path: str, limits: LimitsSection, fmt: str = "auto", hits_dir: Optional[str] = None
                    ) -> tuple[list[dict], list[Reject], int]:
-    """(answer rows, rejects, assignments in the file) of a results file; with `hits_dir`,
-    results of another export are an error."""
+    """(answer rows, rejects, assignments and skipped parts in the file) of a results file read
+    within `limits`; with `hits_dir`, results of another export are an error."""
     fmt = results_format(path, fmt)
-    assignments = read_results(path, fmt)
+    results = read_results(path, fmt, limits)
     if hits_dir:
-        check_foreign(assignments, hits_dir, fmt, path)
-    skipped = platform_rejects(path, fmt)
-    rows, rejects = answers_from_assignments(assignments, fmt)
-    return rows, skipped + rejects, len(assignments) + len(skipped)
+        check_foreign(results.assignments, hits_dir, fmt, path)
+    skipped = platform_rejects(path, results)
+    rows, rejects = answers_from_assignments(results.assignments, fmt)
+    return rows, skipped + rejects, len(results.assignments) + len(skipped)
 
 
 def write_answers(path: str, rows: Sequence[dict]) -> None:

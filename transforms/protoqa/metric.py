@@ -60,6 +60,7 @@ import numpy as np
 
 from transforms.core.errors import UserError
 from transforms.core.text import Decoded, decode_text
+from transforms.core.untrusted import parse_json
 from transforms.protoqa import wordnet as pw
 
 PREDICTION_LENGTH_LIMIT = 50
@@ -125,6 +126,8 @@ def _member_strings(answers: object, where: str) -> Tuple[str, ...]:
     for answer in answers:
         if not isinstance(answer, str):
             raise ValueError(f"{where}: answers must be strings, got {_type_name(answer)} {answer!r}")
+    if not answers:
+        raise ValueError(f"{where}: a cluster needs at least one answer")
     return tuple(answers)
 
 
@@ -197,7 +200,7 @@ def load_targets(path: Union[str, Path]) -> Dict[str, Question]:
     for number, line in enumerate(_read_lines(path), start=1):
         if line.strip():
             try:
-                row = json.loads(line)
+                row = parse_json(line)
             except ValueError as error:
                 raise UserError(f"{path}:{number}: not JSON ({error})") from None
             try:
@@ -245,21 +248,27 @@ def _prediction_items(obj) -> Iterable[Tuple[str, List[str]]]:
 def _json_objects(text: str) -> List[Tuple[Optional[int], object]]:
     """The JSON values of a predictions file with their line numbers (None: the whole file)."""
     try:
-        return [(None, json.loads(text))]
-    except json.JSONDecodeError as whole:
+        return [(None, parse_json(text))]
+    except ValueError as whole:
         lines = [(n, line) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
         if not lines:
             raise PredictionsError("empty file, not JSON") from None
         objects: List[Tuple[Optional[int], object]] = []
         for number, line in lines:
             try:
-                objects.append((number, json.loads(line)))
-            except json.JSONDecodeError as error:
+                objects.append((number, parse_json(line)))
+            except ValueError as error:
                 if not objects:      # not JSONL either: report the whole file's error
-                    raise PredictionsError(f"not JSON ({whole.msg} at line {whole.lineno} column "
-                                           f"{whole.colno})") from None
-                raise PredictionsError(f"not JSON ({error.msg} at column {error.colno})", number) from None
+                    raise PredictionsError(f"not JSON ({_json_problem(whole)})") from None
+                raise PredictionsError(f"not JSON ({_json_problem(error, line=False)})", number) from None
         return objects
+
+
+def _json_problem(error: ValueError, line: bool = True) -> str:
+    if isinstance(error, json.JSONDecodeError):
+        return f"{error.msg} at line {error.lineno} column {error.colno}" if line else \
+            f"{error.msg} at column {error.colno}"
+    return str(error)
 
 
 def parse_predictions(text: str) -> Dict[str, List[str]]:

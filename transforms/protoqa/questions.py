@@ -20,6 +20,8 @@ The `read` rejects (record id: the row's `metadata.id` when it has a usable one,
 | `bad_field_type` | a field of the wrong type: `metadata` / `answers` / `answers.raw` not objects, `metadata.id`, `metadata.source`, `question.original`, `question.normalized` not strings, an `answers.raw` count that is not an integer (e.g. `question.normalized must be a string, got int`, `answers.raw['towel'] must be an integer count, got str`) |
 | `not_utf8` | `questions.encoding: strict` and the line is not UTF-8 |
 | `control_characters` | `questions.control_chars: reject` and the line or one of its strings holds a control character |
+| `record_too_large` | the line is over `limits.max_record_bytes` (read in pieces of that size, never whole) |
+| `field_too_large` | a string of the row (a key or a value) is over `limits.max_field_bytes` UTF-8 bytes |
 
 Negative counts pass the reader and are `answer_check` / `bad_count` rejects. The omitted and
 flagged lists (`read_id_list`) are inputs of the run, not records: a broken line there is a
@@ -27,15 +29,17 @@ flagged lists (`read_id_list`) are inputs of the run, not records: a broken line
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import IO, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from data_specs.models import QuestionsSection
+from data_specs.models import LimitsSection, QuestionsSection
 from filters.protoqa import (
     answer_problem,
     excluded_class,
@@ -50,6 +54,7 @@ from transforms.core.errors import UserError
 from transforms.core.files import ReadRawRecords
 from transforms.core.stages import Ledger, Stage
 from transforms.core.text import ControlPolicy, Decoded, Policy, Undecodable, clean_string, decode_text
+from transforms.core.untrusted import FIELD_TOO_LARGE, RECORD_TOO_LARGE, oversized_string, parse_json
 
 READ = "read"
 DEDUP_EXACT = "dedup_exact"
@@ -67,10 +72,30 @@ BAD_FIELD_TYPE = "bad_field_type"
 QuestionLine = Union[str, bytes, tuple]     # a line as text (ReadFromText), bytes, or (origin, bytes)
 
 
-def iter_question_lines(path: str, handle: IO[bytes]) -> Iterator[tuple[str, bytes]]:
-    """`(path:line, raw bytes)` of every non-blank line of a JSONL file (undecoded)."""
-    for number, line in enumerate(handle, start=1):
-        if line.strip():
+@dataclass(frozen=True)
+class Oversized:
+    """A line over the record limit, in place of its bytes: only its size is kept."""
+
+    size: int
+
+
+def iter_question_lines(path: str, handle: IO[bytes], limit: Optional[int] = None
+                        ) -> Iterator[tuple[str, Union[bytes, Oversized]]]:
+    """`(path:line, raw bytes)` of every non-blank line of a JSONL file (undecoded); with a
+    `limit`, a longer line is `Oversized` and costs at most `limit` bytes of memory."""
+    number = 0
+    while True:
+        line = handle.readline(limit + 1) if limit else handle.readline()
+        if not line:
+            return
+        number += 1
+        if limit and len(line) > limit and not line.endswith(b"\n"):
+            size = len(line)
+            while line and not line.endswith(b"\n"):
+                line = handle.readline(limit + 1)
+                size += len(line)
+            yield f"{path}:{number}", Oversized(size)
+        elif line.strip():
             yield f"{path}:{number}", line
 
 
@@ -78,12 +103,14 @@ class ReadQuestionLines(beam.PTransform):
     """The lines of protoqa-data JSONL files (patterns on any Beam filesystem) as
     `(path:line, bytes)`, for `CurateQuestions` to decode by the spec's policy."""
 
-    def __init__(self, patterns: Sequence[str]):
+    def __init__(self, patterns: Sequence[str], limits: Optional[LimitsSection] = None):
         super().__init__()
         self._patterns = list(patterns)
+        self._limit = limits.max_record_bytes if limits else None
 
     def expand(self, pbegin):
-        return pbegin | "ReadLines" >> ReadRawRecords(self._patterns, iter_question_lines)
+        return pbegin | "ReadLines" >> ReadRawRecords(
+            self._patterns, functools.partial(iter_question_lines, limit=self._limit))
 
 
 def _line_parts(line: QuestionLine) -> tuple[str, Union[str, bytes]]:
@@ -94,7 +121,8 @@ def _line_parts(line: QuestionLine) -> tuple[str, Union[str, bytes]]:
 
 def question_units(line: QuestionLine) -> int:
     """1 for a line that holds anything but whitespace (blank lines are not records)."""
-    return 1 if _line_parts(line)[1].strip() else 0
+    payload = _line_parts(line)[1]
+    return 1 if isinstance(payload, Oversized) or payload.strip() else 0
 
 
 class _BadRow(ValueError):
@@ -180,7 +208,8 @@ def _row_fields(row: object, digest: str, controls: ControlPolicy) -> dict:
 
 
 def parse_question(line: QuestionLine, default_source: str = "", encoding: Policy = "lenient",
-                   controls: ControlPolicy = "remove") -> Iterable[Union[dict, Reject]]:
+                   controls: ControlPolicy = "remove", limits: Optional[LimitsSection] = None
+                   ) -> Iterable[Union[dict, Reject]]:
     """One protoqa-data JSONL line -> a question dict (answers: [(string, count)] in file order).
 
     `line` is text, raw bytes (decoded by `encoding` / `controls`, transforms.core.text) or
@@ -189,20 +218,33 @@ def parse_question(line: QuestionLine, default_source: str = "", encoding: Polic
     any protoqa-data file can be curated. A damaged line is one `Reject` (module doc).
     """
     origin, payload = _line_parts(line)
+    where = f"{origin}: " if origin else ""
+    if isinstance(payload, Oversized):
+        record_id = "line-" + hashlib.sha1(origin.encode("utf-8")).hexdigest()[:12]
+        return [Reject(READ, RECORD_TOO_LARGE, record_id, f"{where}{payload.size} bytes, over "
+                       f"limits.max_record_bytes ({limits.max_record_bytes if limits else '?'})")]
     if not payload.strip():
         return []
+    if limits and len(payload) > limits.max_record_bytes:
+        record_id = "line-" + hashlib.sha1(payload[:4096].encode("utf-8") if isinstance(payload, str)
+                                           else payload[:4096]).hexdigest()[:12]
+        return [Reject(READ, RECORD_TOO_LARGE, record_id, f"{where}{len(payload)} characters or bytes, over "
+                       f"limits.max_record_bytes ({limits.max_record_bytes})")]
     raw_bytes = payload.encode("utf-8") if isinstance(payload, str) else payload
     digest = hashlib.sha1(raw_bytes.strip()).hexdigest()[:12]
-    where = f"{origin}: " if origin else ""
     try:
         text = _decode_line(payload, encoding, controls).strip()
         if not text:
             raise _BadRow(MALFORMED_ROW, "nothing but control characters")
         digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]     # as before: of the text
         try:
-            row = json.loads(text)
+            row = parse_json(text)
         except ValueError as error:
             raise _BadRow(MALFORMED_ROW, f"not JSON: {error}") from None
+        oversized = oversized_string(row, limits.max_field_bytes) if limits else None
+        if oversized:
+            raise _BadRow(FIELD_TOO_LARGE, f"{oversized}: over limits.max_field_bytes "
+                                           f"({limits.max_field_bytes if limits else '?'})")
         fields = _row_fields(row, digest, controls)
     except _BadRow as error:
         return [Reject(READ, error.reason, error.record_id or f"line-{digest}", f"{where}{error}"[:300])]
@@ -317,9 +359,11 @@ class CurateQuestions(beam.PTransform):
     """
 
     def __init__(self, questions: QuestionsSection, seed: int, omitted_ids: Sequence[str] = (),
-                 omitted_questions: Sequence[str] = (), flagged_ids: Sequence[str] = ()):
+                 omitted_questions: Sequence[str] = (), flagged_ids: Sequence[str] = (),
+                 limits: Optional[LimitsSection] = None):
         super().__init__()
         self._questions = questions
+        self._limits = limits
         self._seed = seed
         self._omitted_ids = [*questions.omitted_ids, *omitted_ids]
         self._omitted_questions = list(omitted_questions)
@@ -336,9 +380,9 @@ class CurateQuestions(beam.PTransform):
         ledger = Ledger()
         collect = ledger.add
 
-        policy, controls = section.encoding, section.control_chars
+        policy, controls, limits = section.encoding, section.control_chars, self._limits
         questions = collect(lines | "Parse" >> Stage(
-            READ, lambda line: parse_question(line, default_source, policy, controls),
+            READ, lambda line: parse_question(line, default_source, policy, controls, limits),
             units=question_units))
         grouped = (questions | "KeyByText" >> beam.Map(lambda q: (q["normalized"], q))
                    | "GroupByText" >> beam.GroupByKey())

@@ -24,10 +24,13 @@ from __future__ import annotations
 import csv
 import io
 import re
+import zipfile
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from data_specs.models import LimitsSection
 from filters.protoqa import normalize_question
 from transforms.core.accounting import Reject
 from transforms.core.cells import escaped_dict, read_csv_cell, xlsx_text
@@ -275,14 +278,45 @@ def read_xlsx(path: str, question_ids: Optional[dict[str, str]] = None
     return list(questions.values()), label_columns
 
 
-def load_sheet(path: str, question_ids: Optional[dict[str, str]] = None
+def load_sheet(path: str, limits: Optional[LimitsSection] = None, question_ids: Optional[dict[str, str]] = None
                ) -> tuple[list[SheetQuestion], list[str]]:
-    """A sheet file: `.xlsx` workbooks by `read_xlsx`, anything else as CSV (`read_sheet`)."""
+    """A sheet file: `.xlsx` workbooks by `read_xlsx`, anything else as UTF-8 CSV (`read_sheet`).
+
+    With `limits`, a file (a workbook: its uncompressed parts) over `max_file_bytes` or a CSV
+    cell over `max_field_bytes` is a `SheetError`: an annotator's sheet is fixed, not cut.
+    """
+    if limits is not None:
+        _check_size(path, limits)
     if path.lower().endswith(".xlsx"):
         return read_xlsx(path, question_ids)
-    with open(path, encoding="utf-8-sig") as handle:   # spreadsheet exports write a BOM
-        text = handle.read()
-    return read_sheet(text, question_ids)
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8-sig")      # spreadsheet exports write a BOM
+    except UnicodeDecodeError as error:
+        raise SheetError(f"{path}: not UTF-8 (byte {error.start}); save the sheet as UTF-8 CSV") from None
+    limit = limits.max_field_bytes if limits is not None else csv.field_size_limit()
+    before = csv.field_size_limit(limit)
+    try:
+        return read_sheet(text, question_ids)
+    except csv.Error as error:
+        if "field larger than field limit" in str(error):
+            raise SheetError(f"{path}: a cell is over {limit} characters (limits.max_field_bytes)") from None
+        raise SheetError(f"{path}: not a CSV sheet ({error})") from None
+    finally:
+        csv.field_size_limit(before)
+
+
+def _check_size(path: str, limits: LimitsSection) -> None:
+    """A file, or a workbook's uncompressed parts, over `limits.max_file_bytes` is a SheetError."""
+    size = Path(path).stat().st_size
+    if path.lower().endswith(".xlsx") and zipfile.is_zipfile(path):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                size = max(size, sum(info.file_size for info in archive.infolist()))
+        except (zipfile.BadZipFile, OSError, ValueError):
+            pass                      # read_xlsx says what is wrong with it
+    if size > limits.max_file_bytes:
+        raise SheetError(f"{path}: {size} bytes, over limits.max_file_bytes ({limits.max_file_bytes})")
 
 
 def _is_invalid(label: str, invalid_labels: Sequence[str]) -> bool:

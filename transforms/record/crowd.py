@@ -55,13 +55,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from data_specs.models import RecordHitsSection, RecordSplitsSection
+from data_specs.models import LimitsSection, RecordHitsSection, RecordSplitsSection
 from transforms.core.accounting import stage_entry
 from transforms.core.cells import csv_row, escaped_dict
 from transforms.core.errors import UserError
 from transforms.core.hashing import seeded_digest
 from transforms.core.io import read_table, write_json, write_rows
 from transforms.core.platforms import FORMATS, OWN_CSV, detect_results_format, fill_template
+from transforms.core.untrusted import Skipped, read_csv_rows
 from transforms.record import hits_pages
 from transforms.record.metric import is_correct, normalize_answer
 from transforms.record.readers.base import merge_candidates
@@ -69,6 +70,7 @@ from transforms.record.readers.base import merge_candidates
 PathLike = Union[str, Path]
 
 STAGE = "human_filter"
+READ_RESULTS = "read_results"    # the results file's rows (or annotations), before QC
 PLACEHOLDER = "@placeholder"
 HIDDEN_PREFIX = "hidden_"
 HIT_COLUMNS = ("triple_id", "passage_id", "passage", "query", "options",
@@ -273,19 +275,27 @@ def _time_key(values: Sequence[str]) -> list[Any]:
         return list(values)
 
 
-def read_results(results_csv_path: PathLike) -> list[dict[str, str]]:
-    """Result rows in submission order (file order, or stably by `submit_time` when present)."""
-    with Path(results_csv_path).open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in RESULT_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise UserError(f"{results_csv_path}: missing result columns {missing}")
-        rows = list(reader)
-    if "submit_time" in (reader.fieldnames or []):
-        keys = _time_key([r["submit_time"] or "" for r in rows])
+def read_results(results_csv_path: PathLike, limits: LimitsSection) -> tuple[list[dict[str, str]], list[Skipped]]:
+    """Result rows in submission order (file order, or stably by `submit_time` when present),
+    and the rows left out for `limits` or damage."""
+    table = read_csv_rows(results_csv_path, limits)
+    missing = [c for c in RESULT_COLUMNS if c not in table.header]
+    if missing:
+        raise UserError(f"{results_csv_path}: missing result columns {missing}")
+    rows = [row for _, row in table.rows]
+    if "submit_time" in table.header:
+        keys = _time_key([r["submit_time"] for r in rows])
         order = sorted(range(len(rows)), key=lambda i: keys[i])
         rows = [rows[i] for i in order]
-    return rows
+    return rows, table.skipped
+
+
+def results_stage(read: int, skipped: Sequence[Skipped], source: PathLike) -> tuple[dict[str, Any], list[dict]]:
+    """The summary entry of the `read_results` stage (unit: rows or annotations of the results
+    file) and its rejects (record id `FILE:line N`, `FILE:task ID` or the assignment id)."""
+    rejects = [{"stage": READ_RESULTS, "reason": s.reason, "record_id": s.record_id(source), "detail": s.detail}
+               for s in skipped]
+    return stage_entry(read + len(skipped), read, Counter(s.reason for s in skipped)), rejects
 
 
 def judge(rows: Iterable[Mapping[str, str]], keys: Mapping[str, TripleKey]) -> tuple[list[Submission], int]:
@@ -467,14 +477,14 @@ def _worker_rows(workers: Mapping[str, WorkerState]) -> Iterable[list[Any]]:
 
 def _write_outputs(out: Path, passages: Mapping[str, dict], outcome: Outcome,
                    submissions: Sequence[Submission], workers: Mapping[str, WorkerState],
-                   file_metadata: Optional[Mapping[str, str]] = None) -> None:
+                   file_metadata: Optional[Mapping[str, str]] = None, read_rejects: Sequence[dict] = ()) -> None:
     key = lambda r: (r["passage_id"], r["query_id"])  # noqa: E731
     for split in SPLITS:
         write_rows(sorted(outcome.splits[split], key=key), "record", "validated_queries", out / split,
                    file_metadata=file_metadata)
     used = sorted({r["passage_id"] for rows in outcome.splits.values() for r in rows})
     write_rows([passages[p] for p in used], "record", "passages", out / "passages", file_metadata=file_metadata)
-    write_rows(sorted(outcome.rejects, key=lambda r: r["record_id"]), "record", "rejects", out / "rejects",
+    write_rows([*read_rejects, *sorted(outcome.rejects, key=lambda r: r["record_id"])], "record", "rejects", out / "rejects",
                file_metadata=file_metadata)
     discarded = (s for s in submissions if workers[s.worker_id].blocked)
     _write_csv(out / "republish.csv", REPUBLISH_COLUMNS,
@@ -510,7 +520,7 @@ def build_summary(inputs: int, excluded: int, outcome: Outcome, submissions: Seq
 
 
 def import_results(run_dir: PathLike, results_path: PathLike, output_dir: PathLike,
-                   hits: RecordHitsSection, splits: RecordSplitsSection, seed: int,
+                   hits: RecordHitsSection, splits: RecordSplitsSection, seed: int, limits: LimitsSection,
                    fmt: str = "auto", file_metadata: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
     """Quality-control worker results, validate triples, draw the splits and write everything.
 
@@ -532,11 +542,11 @@ def import_results(run_dir: PathLike, results_path: PathLike, output_dir: PathLi
     if fmt == "auto":
         fmt = detect_results_format(results_path)
     if fmt == OWN_CSV:
-        rows = read_results(results_path)
+        rows, skipped = read_results(results_path, limits)
     elif fmt in FORMATS:
         shown = [(passages[q["passage_id"]], q) for q in triples if q["passage_id"] in passages]
         mturk_rows, ls_rows = platform_rows(shown, hits.placeholder_display)
-        rows = hits_pages.result_rows(results_path, fmt, mturk_rows, ls_rows)
+        rows, skipped = hits_pages.result_rows(results_path, fmt, mturk_rows, ls_rows, limits)
     else:
         raise UserError(f"unknown results format {fmt!r}: choose one of auto, {', '.join(FORMATS)}")
     submissions, unknown = judge(rows, keys)
@@ -545,8 +555,10 @@ def import_results(run_dir: PathLike, results_path: PathLike, output_dir: PathLi
     outcome = assign_splits(triples, passages, tally_triples(submissions, workers), splits, seed)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _write_outputs(out, passages, outcome, submissions, workers, file_metadata)
+    read_stage, read_rejects = results_stage(len(rows), skipped, results_path)
+    _write_outputs(out, passages, outcome, submissions, workers, file_metadata, read_rejects)
     summary = build_summary(len(triples), excluded, outcome, submissions, unknown, workers, checkpoints)
+    summary["stages"] = {READ_RESULTS: read_stage, **summary["stages"]}
     summary["results_format"] = fmt
     write_json(str(out / "summary.json"), summary)
     return summary

@@ -23,19 +23,22 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
+from data_specs.models import LimitsSection
 from transforms.core import pages
 from transforms.core.platforms import (
     LABEL_STUDIO,
     MTURK,
-    Assignment,
+    PlatformResults,
     answer_text,
     check_inputs,
     label_studio_tasks,
+    left_out,
     read_label_studio_export,
     read_mturk_results,
     template_variables,
     write_mturk_batch,
 )
+from transforms.core.untrusted import Skipped
 from transforms.record.metric import normalize_answer
 
 PathLike = Union[str, Path]
@@ -229,21 +232,24 @@ def write_export(out_dir: PathLike, fmt: str, display: str, mturk_rows: Sequence
 
 
 def result_rows(path: PathLike, fmt: str, mturk_expected: Mapping[str, Mapping[str, str]],
-                ls_expected: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
+                ls_expected: Mapping[str, Mapping[str, Any]], limits: LimitsSection
+                ) -> tuple[list[dict[str, str]], list[Skipped]]:
     """The platform's assignments as rows of the own results layout (`worker_id, assignment_id,
-    triple_id, chosen_entity, feedback, submit_time, guessed`), in submission order; results of
-    another export are one `UserError`."""
-    assignments: list[Assignment]
+    triple_id, chosen_entity, feedback, submit_time, guessed`), in submission order, and what the
+    file left out: withdrawn work (`rejected_assignment`, `cancelled_annotation`) and parts over
+    `limits` or damaged. Results of another export are one `UserError`."""
+    results: PlatformResults
     if fmt == MTURK:
-        assignments = read_mturk_results(path, [ID_FIELD], ["entity"])
-        check_inputs(assignments, mturk_expected, ID_FIELD, path, compare=("passage", "query"))
+        results = read_mturk_results(path, [ID_FIELD], ["entity"], limits)
+        check_inputs(results.assignments, mturk_expected, ID_FIELD, path, compare=("passage", "query"))
     elif fmt == LABEL_STUDIO:
-        assignments = read_label_studio_export(path, [ID_FIELD])
-        check_inputs(assignments, ls_expected, ID_FIELD, path, compare=("query", "passage_html"))
+        results = read_label_studio_export(path, [ID_FIELD], limits)
+        check_inputs(results.assignments, ls_expected, ID_FIELD, path, compare=("query", "passage_html"))
     else:
         raise ValueError(f"not a platform format: {fmt!r}")
-    return [{"worker_id": a.worker_id, "assignment_id": a.assignment_id, "triple_id": a.inputs[ID_FIELD],
+    rows = [{"worker_id": a.worker_id, "assignment_id": a.assignment_id, "triple_id": a.inputs[ID_FIELD],
              "chosen_entity": answer_text(a.answers.get("entity")),
              "feedback": answer_text(a.answers.get("feedback")), "submit_time": a.submit_time,
              "guessed": "yes" if answer_text(a.answers.get("guessed")) in ("yes", GUESSED_CHOICE) else "no"}
-            for a in assignments]
+            for a in results.assignments]
+    return rows, left_out(results)

@@ -11,6 +11,9 @@ import string
 from collections import Counter
 from typing import Callable, Iterable, Mapping, Sequence
 
+from transforms.core.errors import UserError
+from transforms.core.untrusted import read_json_file
+
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
@@ -63,3 +66,30 @@ def evaluate(data: Sequence[Mapping], predictions: Mapping[str, str]) -> dict[st
     if not total:
         return {"exact_match": 0.0, "f1": 0.0}
     return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total}
+
+
+def read_evaluation_data(path: str) -> list[dict]:
+    """The `data` list of a ReCoRD JSON file, checked for what `evaluate` reads (each entry's
+    `qas`, each query's string `id` and `answers` with string `text`); anything else is one
+    `UserError` naming the file and the first entry that is not so."""
+    document = read_json_file(path, None, "ReCoRD JSON file")
+    entries = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise UserError(f"{path}: not a ReCoRD JSON file (expected an object with a \"data\" list)")
+    for n, entry in enumerate(entries):
+        qas = entry.get("qas") if isinstance(entry, dict) else None
+        if not isinstance(qas, list) or not all(
+                isinstance(qa, dict) and isinstance(qa.get("id"), str) and isinstance(qa.get("answers"), list)
+                and all(isinstance(a, dict) and isinstance(a.get("text"), str) for a in qa["answers"])
+                for qa in qas):
+            raise UserError(f"{path}: data[{n}] is not a ReCoRD passage (qas: a list of {{id, answers: "
+                            f"[{{text}}]}})")
+    return entries
+
+
+def read_predictions(path: str) -> dict[str, str]:
+    """A predictions file: one JSON object of query id -> answer text; else one `UserError`."""
+    predictions = read_json_file(path, None, "predictions file")
+    if not isinstance(predictions, dict) or not all(isinstance(v, str) for v in predictions.values()):
+        raise UserError(f"{path}: predictions must be one JSON object of query id -> answer text")
+    return predictions

@@ -17,7 +17,6 @@ computed exactly like the run's.
 """
 from __future__ import annotations
 
-import json
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -41,6 +40,7 @@ from transforms.core.report import (
     run_funnel,
     sample_table,
 )
+from transforms.core.untrusted import parse_json
 from transforms.record.stats import passage_tokens, query_tokens, record_stats, table_rows
 
 SAMPLE_TEXT_LIMIT = 200
@@ -93,7 +93,7 @@ def reference_tables(path: Union[str, Path]) -> tuple[list[dict[str, Any]], list
     JSON or JSONL of passages. A file of another shape is a `UserError`."""
     text = read_reference(path)
     try:
-        document = json.loads(text)
+        document = parse_json(text)
     except ValueError:
         document = None
     if isinstance(document, dict) and isinstance(document.get("data"), list):
@@ -109,14 +109,15 @@ def reference_tables(path: Union[str, Path]) -> tuple[list[dict[str, Any]], list
     for index, entry in enumerate(entries):
         passage = entry.get("passage") if isinstance(entry, dict) else None
         if not (isinstance(passage, dict) and isinstance(passage.get("text"), str)
-                and isinstance(entry.get("qas"), list)):
+                and isinstance(entry.get("qas"), list) and _spans(passage.get("entities") or [])):
             raise not_a_release(path, "ReCoRD", REFERENCE_SHAPE)
         pid = str(entry.get("id", entry.get("idx", index)))
         passages.append({"passage_id": pid, "text": passage["text"],
                          "entities": [{"start": e.get("start"), "end": e.get("end"), "text": None, "label": None,
                                        "chain": None} for e in passage.get("entities") or []]})
         for k, qa in enumerate(entry["qas"]):
-            if not (isinstance(qa, dict) and isinstance(qa.get("query"), str)):
+            if not (isinstance(qa, dict) and isinstance(qa.get("query"), str)
+                    and _spans(qa.get("answers") or [], text=True)):
                 raise not_a_release(path, "ReCoRD", REFERENCE_SHAPE)
             queries.append({"query_id": str(qa.get("id", qa.get("idx", f"{pid}-{k}"))), "passage_id": pid,
                             "query": qa["query"], "label": None,
@@ -125,6 +126,17 @@ def reference_tables(path: Union[str, Path]) -> tuple[list[dict[str, Any]], list
     if not queries:
         raise not_a_release(path, "ReCoRD", REFERENCE_SHAPE + ", with at least one query")
     return passages, queries
+
+
+def _spans(items: object, text: bool = False) -> bool:
+    """Entities or answers as the official files hold them: a list of objects whose `start` and
+    `end` are integers (or absent) and, for answers, whose `text` is a string (or absent)."""
+    def number(value: object) -> bool:
+        return value is None or (type(value) is int and -2**31 <= value < 2**31)
+
+    return isinstance(items, list) and all(
+        isinstance(item, dict) and number(item.get("start")) and number(item.get("end"))
+        and (not text or isinstance(item.get("text"), (str, type(None)))) for item in items)
 
 
 def reference_figures(path: Union[str, Path]) -> tuple[dict[str, Union[float, int]], dict[str, list[int]]]:
