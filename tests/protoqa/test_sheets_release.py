@@ -219,11 +219,13 @@ def test_coverage_readings():
     row = report["questions"][0]
     assert (row["all_raw"], row["valid_only"], row["absolute"]) == (80.0, pytest.approx(88.89), 80.0)
     assert report["kept"]["valid_only"]["ids"] == ["x"] and report["kept"]["all_raw"]["count"] == 0
-    kept, rejects = filter_coverage([record], SPEC.coverage)
+    # the default reading: 90 clustered answers, 80 in the top 8 -> 88.89 % > 85: kept
+    assert report["spec_reading"] == "valid_only"
+    assert filter_coverage([record], SPEC.coverage) == ([record], [])
+    all_raw = SPEC.coverage.model_copy(update={"invalid_in_denominator": True})
+    kept, rejects = filter_coverage([record], all_raw)       # 80 of 100 raw answers: dropped
     assert not kept and rejects == [{"stage": "coverage", "reason": "low_coverage", "record_id": "x",
                                      "detail": "top-8 coverage 80.00 (all_raw)"}]
-    valid_only = SPEC.coverage.model_copy(update={"invalid_in_denominator": False})
-    assert filter_coverage([record], valid_only) == ([record], [])
 
 
 @pytest.mark.skipif(not SHARED_DEV.exists(), reason="needs /work/shared/samples/protoqa")
@@ -241,3 +243,6 @@ def test_export_reproduces_the_shared_dev_file(tmp_path):
     result = run_release(SPEC, [str(SHARED_DEV)], str(tmp_path / "rel"))
     kept = result["coverage"]["kept"]
     assert (kept["absolute"]["count"], kept["all_raw"]["count"], kept["valid_only"]["count"]) == (38, 39, 50)
+    # the default keeps the published selection but for r2q6 (81.6 %) and r2q47 (84.0 %)
+    assert result["coverage"]["spec_reading"] == "valid_only"
+    assert result["coverage"]["dropped"]["valid_only"] == ["r2q6", "r2q47"]
