@@ -131,6 +131,19 @@ def build_parser() -> argparse.ArgumentParser:
                              "Cosmos QA CSV/JSONL, ProtoQA protoqa-data JSONL): its Table 1 column and "
                              "distributions beside the run's, computed by the same code")
 
+    diff = commands.add_parser(
+        "diff", help="a run against the published release of its dataset: what matches, what differs and why",
+        description="ReCoRD: a run's passages, entity spans, queries, answers and query ids against the "
+                    "official JSON (or SuperGLUE JSONL) of the same articles; every lost or differing "
+                    "query with its cause (the code `make fidelity` reports with). ProtoQA: a `release` "
+                    "or `sheets adjudicate` run against protoqa-data JSONL: questions kept and dropped "
+                    "by id, cluster counts, BLANC per question. Cosmos QA: a run's paragraphs against "
+                    "the published CSV/JSONL: length distributions and the published contexts found "
+                    "among the paragraphs. A file of another dataset or format: one line, exit 2.")
+    diff.add_argument("run_dir", help="output directory of a csdata run (ReCoRD, Cosmos QA, ProtoQA)")
+    diff.add_argument("--release", required=True, metavar="FILE", help="the published file to compare with")
+    diff.add_argument("--json", action="store_true", help="print the account as JSON")
+
     clean = commands.add_parser(
         "clean", help="remove what failed or killed runs left at an output (kept otherwise until the next run)",
         description="On an object store (s3://, gs://): delete every attempt folder under OUTPUT/runs/ "
@@ -188,6 +201,26 @@ def cmd_report(args) -> Optional[int]:
             builder = importlib.import_module(f"transforms.{dataset}.report")
             report = builder.build(args.run_dir, args.sample_rows, args.reference)
             print(write_report(report, args.output))
+            return 0
+    return None
+
+
+def cmd_diff(args) -> Optional[int]:
+    """Print the run's account against a published file; None when no dataset claims the run."""
+    import importlib
+    import json
+
+    for module in dataset_modules():
+        if module.is_run(args.run_dir):
+            dataset = module.__name__.rsplit(".", 1)[-1]
+            differ = importlib.import_module(f"transforms.{dataset}.diff")
+            if dataset == "cosmos":
+                from data_specs import CosmosSpec, load_dataset_spec
+
+                report = differ.diff(args.run_dir, args.release, load_dataset_spec(CosmosSpec, "cosmos").nota.text)
+            else:
+                report = differ.diff(args.run_dir, args.release)
+            print(json.dumps(report, indent=1, ensure_ascii=False) if args.json else differ.format_diff(report))
             return 0
     return None
 
@@ -359,14 +392,14 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     for module in dataset_modules():
         if args.command == module.__name__.rsplit(".", 1)[-1]:
             return run_command(module, args, extra)
-    if args.command in ("stats", "report"):
+    if args.command in ("stats", "report", "diff"):
         if extra:   # Beam's options for an object store (--s3_endpoint_url ...)
             check_beam_args(extra)
         with contextlib.ExitStack() as stack:
             if names_remote(args):
                 use_store_options(extra)
             resolve_runs(args, stack)
-            code = (cmd_stats if args.command == "stats" else cmd_report)(args)
+            code = {"stats": cmd_stats, "report": cmd_report, "diff": cmd_diff}[args.command](args)
         if code is None:
             parser.error(f"{args.run_dir} is not the output directory of a ReCoRD, Cosmos QA or "
                          "ProtoQA run")

@@ -137,16 +137,16 @@ def run_funnel(run_dir: Union[str, Path], units: Mapping[str, str], details: boo
     return funnel(stages, read_rejects(run_dir) if stages else [], units, details=details)
 
 
-def read_reference(path: Union[str, Path]) -> str:
-    """The text of a `--reference` file; an unreadable one is a `UserError` (one line, exit 2)."""
+def read_reference(path: Union[str, Path], option: str = "--reference") -> str:
+    """The text of a published file given as `option`; an unreadable one is a `UserError`."""
     try:
         return Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
-        raise UserError(f"--reference {path}: cannot read it ({reason})") from None
+        raise UserError(f"{option} {path}: cannot read it ({reason})") from None
 
 
-def json_lines(path: Union[str, Path], text: str) -> list[Any]:
+def json_lines(path: Union[str, Path], text: str, option: str = "--reference") -> list[Any]:
     """The values of a JSONL text (blank lines skipped); a line that is not JSON is a `UserError`."""
     values = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -154,13 +154,13 @@ def json_lines(path: Union[str, Path], text: str) -> list[Any]:
             try:
                 values.append(parse_json(line))
             except ValueError:
-                raise UserError(f"--reference {path}: line {number} is not JSON") from None
+                raise UserError(f"{option} {path}: line {number} is not JSON") from None
     return values
 
 
-def not_a_release(path: Union[str, Path], dataset: str, expected: str) -> UserError:
-    """The error for a `--reference` file of another dataset or shape."""
-    return UserError(f"--reference {path}: not a published {dataset} file (expected {expected})")
+def not_a_release(path: Union[str, Path], dataset: str, expected: str, option: str = "--reference") -> UserError:
+    """The error for a published file (given as `option`) of another dataset or shape."""
+    return UserError(f"{option} {path}: not a published {dataset} file (expected {expected})")
 
 
 def truncate(text: str, limit: int = 240) -> str:

@@ -67,21 +67,24 @@ def _label(value: Any) -> Optional[int]:
     return int(text) if text.lstrip("-").isdigit() and int(text) in (0, 1, 2, 3) else None
 
 
-def reference_rows(path: Union[str, Path], nota: str) -> dict[str, list[dict[str, Any]]]:
+def reference_rows(path: Union[str, Path], nota: str, option: str = "--reference") -> dict[str, list[dict[str, Any]]]:
     """The questions of a published Cosmos QA file as the run's instance rows, under the split
     its file name says (`train`, `valid`/`dev`, `test`), else under "file". A file of another
     shape is a `UserError`."""
-    text = read_reference(path)
+    text = read_reference(path, option)
     header = text.split("\n", 1)[0]
     if header.lstrip().startswith("{"):
         try:
-            raw = json_lines(path, text)
+            raw = json_lines(path, text, option)
         except UserError:
-            raise not_a_release(path, "Cosmos QA", REFERENCE_SHAPE) from None
+            raise not_a_release(path, "Cosmos QA", REFERENCE_SHAPE, option) from None
     else:
-        raw = list(csv.DictReader(io.StringIO(text)))
+        try:
+            raw = list(csv.DictReader(io.StringIO(text)))
+        except csv.Error:          # e.g. a cell over the csv module's field limit
+            raise not_a_release(path, "Cosmos QA", REFERENCE_SHAPE, option) from None
     if not raw or not all(isinstance(r, dict) and all(isinstance(r.get(c), str) for c in COLUMNS) for r in raw):
-        raise not_a_release(path, "Cosmos QA", REFERENCE_SHAPE)
+        raise not_a_release(path, "Cosmos QA", REFERENCE_SHAPE, option)
     rows = []
     for r in raw:
         label = _label(r.get("label"))
