@@ -29,17 +29,22 @@ SHAPE = ('the official JSON {"data": [{"id", "passage": {"text", "entities"}, "q
          'SuperGLUE JSONL with "passage" and "qas"')
 
 
+def _offset(value: Any) -> bool:
+    return type(value) is int and 0 <= value < 2**31          # the run's tables hold int32 offsets
+
+
 def _span_list(items: Any, text: bool = False) -> bool:
+    """Entities or answers as published: objects with integer `start` and `end` (and `text`)."""
     return isinstance(items, list) and all(
-        isinstance(i, dict) and type(i.get("start")) is int and type(i.get("end")) is int
+        isinstance(i, dict) and _offset(i.get("start")) and _offset(i.get("end"))
         and (not text or isinstance(i.get("text"), str)) for i in items)
 
 
-def published_examples(path: Union[str, Path]) -> list[dict]:
+def published_examples(path: Union[str, Path], option: str = OPTION) -> list[dict]:
     """Published passages as {id, source, text, entities, qas: [{id?, query, answers}]} (ends
     inclusive, as published); a file of another shape is a UserError. JSONL passages without an
     id get sha1(text)."""
-    text = read_reference(path, OPTION)
+    text = read_reference(path, option)
     try:
         document = parse_json(text)
     except ValueError:
@@ -48,9 +53,9 @@ def published_examples(path: Union[str, Path]) -> list[dict]:
         entries = document["data"]
     else:
         try:
-            entries = json_lines(path, text, OPTION)
+            entries = json_lines(path, text, option)
         except UserError:
-            raise not_a_release(path, "ReCoRD", SHAPE, OPTION) from None
+            raise not_a_release(path, "ReCoRD", SHAPE, option) from None
     examples = []
     for entry in entries:
         passage = entry.get("passage") if isinstance(entry, dict) else None
@@ -59,13 +64,13 @@ def published_examples(path: Union[str, Path]) -> list[dict]:
                 and all(isinstance(qa, dict) and isinstance(qa.get("query"), str)
                         and _span_list(qa.get("answers") or [], text=True)
                         and isinstance(qa.get("id", ""), str) for qa in entry["qas"])):
-            raise not_a_release(path, "ReCoRD", SHAPE, OPTION)
+            raise not_a_release(path, "ReCoRD", SHAPE, option)
         pid = entry["id"] if isinstance(entry.get("id"), str) else hashlib.sha1(passage["text"].encode()).hexdigest()
         examples.append({"id": pid, "source": str(entry.get("source", "")), "text": passage["text"],
                          "entities": passage.get("entities") or [],
                          "qas": [{**qa, "answers": qa.get("answers") or []} for qa in entry["qas"]]})
-    if not examples:
-        raise not_a_release(path, "ReCoRD", SHAPE, OPTION)
+    if not examples or not any(e["qas"] for e in examples):
+        raise not_a_release(path, "ReCoRD", SHAPE + ", with at least one query", option)
     return examples
 
 

@@ -24,7 +24,6 @@ from typing import Any, Optional, Sequence, Union
 
 from data_specs.models import RecordPaperTable1
 from transforms.core.accounting import STAGE_UNITS
-from transforms.core.errors import UserError
 from transforms.core.io import read_summary, read_table, write_rows
 from transforms.core.plots import Line, bars_svg, histogram_svg
 from transforms.core.report import (
@@ -34,18 +33,14 @@ from transforms.core.report import (
     Report,
     Section,
     Table,
-    json_lines,
-    not_a_release,
-    read_reference,
     run_funnel,
     sample_table,
 )
-from transforms.core.untrusted import parse_json
+from transforms.record.diff import published_examples
 from transforms.record.stats import passage_tokens, query_tokens, record_stats, table_rows
 
 SAMPLE_TEXT_LIMIT = 200
 SPLITS = ("train", "dev", "test")        # the validated tables of a `hits import` run
-REFERENCE_SHAPE = 'the official ReCoRD JSON {"data": [{"passage": ..., "qas": [...]}]} or JSONL of such passages'
 
 
 def query_tables(run_dir: Union[str, Path]) -> tuple[str, ...]:
@@ -90,53 +85,18 @@ def entity_labels(run_dir: Union[str, Path]) -> dict[str, list[tuple[str, int]]]
 
 def reference_tables(path: Union[str, Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(passages, queries) rows, in the run's schemas, of a published ReCoRD file: the official
-    JSON or JSONL of passages. A file of another shape is a `UserError`."""
-    text = read_reference(path)
-    try:
-        document = parse_json(text)
-    except ValueError:
-        document = None
-    if isinstance(document, dict) and isinstance(document.get("data"), list):
-        entries = document["data"]
-    elif document is None or isinstance(document, dict):   # JSONL (a one-line file parses as one object)
-        try:
-            entries = json_lines(path, text)
-        except UserError:
-            raise not_a_release(path, "ReCoRD", REFERENCE_SHAPE) from None
-    else:
-        raise not_a_release(path, "ReCoRD", REFERENCE_SHAPE)
+    JSON or JSONL of passages (read by `csdata diff`'s reader). Another shape is a `UserError`."""
     passages, queries = [], []
-    for index, entry in enumerate(entries):
-        passage = entry.get("passage") if isinstance(entry, dict) else None
-        if not (isinstance(passage, dict) and isinstance(passage.get("text"), str)
-                and isinstance(entry.get("qas"), list) and _spans(passage.get("entities") or [])):
-            raise not_a_release(path, "ReCoRD", REFERENCE_SHAPE)
-        pid = str(entry.get("id", entry.get("idx", index)))
-        passages.append({"passage_id": pid, "text": passage["text"],
-                         "entities": [{"start": e.get("start"), "end": e.get("end"), "text": None, "label": None,
-                                       "chain": None} for e in passage.get("entities") or []]})
-        for k, qa in enumerate(entry["qas"]):
-            if not (isinstance(qa, dict) and isinstance(qa.get("query"), str)
-                    and _spans(qa.get("answers") or [], text=True)):
-                raise not_a_release(path, "ReCoRD", REFERENCE_SHAPE)
-            queries.append({"query_id": str(qa.get("id", qa.get("idx", f"{pid}-{k}"))), "passage_id": pid,
-                            "query": qa["query"], "label": None,
-                            "answers": [{"start": a.get("start"), "end": a.get("end"), "text": a.get("text")}
-                                        for a in qa.get("answers") or []]})
-    if not queries:
-        raise not_a_release(path, "ReCoRD", REFERENCE_SHAPE + ", with at least one query")
+    for example in published_examples(path, "--reference"):
+        pid = example["id"]
+        passages.append({"passage_id": pid, "text": example["text"],
+                         "entities": [{"start": e["start"], "end": e["end"], "text": None, "label": None,
+                                       "chain": None} for e in example["entities"]]})
+        for k, qa in enumerate(example["qas"]):
+            queries.append({"query_id": qa.get("id") or f"{pid}-{k}", "passage_id": pid, "query": qa["query"],
+                            "label": None, "answers": [{k: a[k] for k in ("start", "end", "text")}
+                                                       for a in qa["answers"]]})
     return passages, queries
-
-
-def _spans(items: object, text: bool = False) -> bool:
-    """Entities or answers as the official files hold them: a list of objects whose `start` and
-    `end` are integers (or absent) and, for answers, whose `text` is a string (or absent)."""
-    def number(value: object) -> bool:
-        return value is None or (type(value) is int and -2**31 <= value < 2**31)
-
-    return isinstance(items, list) and all(
-        isinstance(item, dict) and number(item.get("start")) and number(item.get("end"))
-        and (not text or isinstance(item.get("text"), (str, type(None)))) for item in items)
 
 
 def reference_figures(path: Union[str, Path]) -> tuple[dict[str, Union[float, int]], dict[str, list[int]]]:
