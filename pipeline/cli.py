@@ -214,12 +214,7 @@ def cmd_diff(args) -> Optional[int]:
         if module.is_run(args.run_dir):
             dataset = module.__name__.rsplit(".", 1)[-1]
             differ = importlib.import_module(f"transforms.{dataset}.diff")
-            if dataset == "cosmos":
-                from data_specs import CosmosSpec, load_dataset_spec
-
-                report = differ.diff(args.run_dir, args.release, load_dataset_spec(CosmosSpec, "cosmos").nota.text)
-            else:
-                report = differ.diff(args.run_dir, args.release)
+            report = differ.diff(args.run_dir, args.release)
             print(json.dumps(report, indent=1, ensure_ascii=False) if args.json else differ.format_diff(report))
             return 0
     return None

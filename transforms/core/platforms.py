@@ -342,9 +342,15 @@ def left_out(results: PlatformResults) -> list[Skipped]:
     """Everything a results file held but the readers left out, as `Skipped`: withdrawn work
     (`rejected_assignment` on MTurk, `cancelled_annotation` in Label Studio; `where` is the
     assignment id) and the parts over the limits or damaged."""
-    withdrawn = [Skipped(CANCELLED_ANNOTATION if a.status == "cancelled" else REJECTED_ASSIGNMENT,
-                         a.assignment_id, f"worker {a.worker_id}, HIT {a.hit_id}") for a in results.withdrawn]
+    withdrawn = [Skipped(withdrawn_reason(a), a.assignment_id, f"worker {a.worker_id}, HIT {a.hit_id}")
+                 for a in results.withdrawn]
     return withdrawn + list(results.skipped)
+
+
+def withdrawn_reason(assignment: Assignment) -> str:
+    """The reject reason of withdrawn work: `cancelled_annotation` (Label Studio) or
+    `rejected_assignment` (MTurk)."""
+    return CANCELLED_ANNOTATION if assignment.status == "cancelled" else REJECTED_ASSIGNMENT
 
 
 def _text(value: object) -> str:

@@ -38,14 +38,13 @@ RECORD_TOO_LARGE = "record_too_large"
 FIELD_TOO_LARGE = "field_too_large"
 NOT_UTF8 = "not_utf8"
 MALFORMED_RECORD = "malformed_record"
-REASONS = (RECORD_TOO_LARGE, FIELD_TOO_LARGE, NOT_UTF8, MALFORMED_RECORD)
 
 _BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
 class Skipped:
-    """A part of a file left out: the reason (one of `REASONS`), where it starts (`line N` or a
+    """A part of a file left out: the reason (one of the module doc's table), where it starts (`line N` or a
     task id) and what was wrong."""
 
     reason: str
@@ -70,22 +69,25 @@ class CsvRows:
 
 # ---------------------------------------------------------------------------------------- CSV
 
-def _raw_records(handle: IO[bytes], limit: int) -> Iterator[tuple[int, Optional[bytes]]]:
-    """`(first line number, bytes)` of each CSV record, `None` for one over `limit` bytes.
+def raw_records(handle: IO[bytes], limit: Optional[int], quoted: bool = True
+                ) -> Iterator[tuple[int, Optional[bytes], int]]:
+    """`(first line number, bytes, size)` of each record of a text file; the bytes are `None`
+    for a record over `limit` bytes (`None`: no limit), which costs at most `limit` of memory.
 
-    A record ends at a line end with an even number of double quotes before it in the record,
-    which is where Excel-dialect CSV ends one; memory stays within `limit` whatever the file.
+    A record ends at a line end; with `quoted` (CSV), only at one with an even number of double
+    quotes before it in the record, which is where Excel-dialect CSV ends one.
     """
     line = 1
     while True:
         start, parts, size, quotes = line, [], 0, 0
         while True:
-            piece = handle.readline(limit + 1)
+            piece = handle.readline(limit + 1) if limit is not None else handle.readline()
             if not piece:
                 break
             size += len(piece)
-            quotes += piece.count(b'"')
-            if size <= limit:
+            if quoted:
+                quotes += piece.count(b'"')
+            if limit is None or size <= limit:
                 parts.append(piece)
             else:
                 parts = []
@@ -95,14 +97,13 @@ def _raw_records(handle: IO[bytes], limit: int) -> Iterator[tuple[int, Optional[
                     break
         if size == 0:
             return
-        yield start, (b"".join(parts) if size <= limit else None)
+        yield start, (b"".join(parts) if limit is None or size <= limit else None), size
 
 
 @contextmanager
-def _csv_field_limit(limit: int) -> Iterator[None]:
-    # A record is at most `limit` bytes, so no cell of it can pass the parser's own limit.
-    before = csv.field_size_limit()
-    csv.field_size_limit(max(before, limit))
+def csv_field_limit(limit: int) -> Iterator[None]:
+    """The csv module's cell limit (process-wide) set to `limit` for the block, then restored."""
+    before = csv.field_size_limit(limit)
     try:
         yield
     finally:
@@ -126,8 +127,9 @@ def _read_csv_rows(handle: IO[bytes], limits: LimitsSection, path: str) -> CsvRo
     skipped: list[Skipped] = []
     rows: list[tuple[int, dict[str, str]]] = []
     header: Optional[list[str]] = None
-    with _csv_field_limit(limits.max_record_bytes):
-        for number, raw in _raw_records(handle, limits.max_record_bytes):
+    # A record is at most max_record_bytes, so no cell of it can pass the parser's own limit.
+    with csv_field_limit(max(csv.field_size_limit(), limits.max_record_bytes)):
+        for number, raw, _ in raw_records(handle, limits.max_record_bytes):
             where = f"line {number}"
             if header is None and raw is not None and raw.startswith(_BOM):
                 raw = raw[len(_BOM):]

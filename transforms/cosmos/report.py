@@ -67,7 +67,8 @@ def _label(value: Any) -> Optional[int]:
     return int(text) if text.lstrip("-").isdigit() and int(text) in (0, 1, 2, 3) else None
 
 
-def reference_rows(path: Union[str, Path], nota: str, option: str = "--reference") -> dict[str, list[dict[str, Any]]]:
+def reference_rows(path: Union[str, Path], nota: Optional[str], option: str = "--reference"
+                   ) -> dict[str, list[dict[str, Any]]]:
     """The questions of a published Cosmos QA file as the run's instance rows, under the split
     its file name says (`train`, `valid`/`dev`, `test`), else under "file". A file of another
     shape is a `UserError`."""
@@ -90,7 +91,7 @@ def reference_rows(path: Union[str, Path], nota: str, option: str = "--reference
         label = _label(r.get("label"))
         rows.append({**{c: r[c] for c in COLUMNS}, "label": label,
                      "paragraph_id": hashlib.sha1(r["context"].encode("utf-8")).hexdigest(),
-                     "unanswerable": None if label is None else r[f"answer{label}"] == nota})
+                     "unanswerable": None if label is None or nota is None else r[f"answer{label}"] == nota})
     stem = Path(path).name.split(".")[0].split("_")[0].lower()
     return {FILE_SPLITS.get(stem, "file"): rows}
 

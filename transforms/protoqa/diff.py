@@ -8,13 +8,13 @@ member string being a mention; macro and micro BLANC over the kept questions.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Union
 
 from transforms.core.errors import UserError
 from transforms.core.report import json_lines, not_a_release, read_reference
 from transforms.protoqa.blanc import blanc, clusters_to_mapping, corpus_blanc
+from transforms.protoqa.release import read_records
 from transforms.protoqa.report import RECORD_FILES, run_command
 
 OPTION = "--release"
@@ -60,15 +60,8 @@ def run_records(run_dir: Union[str, Path]) -> dict[str, list[tuple[int, list[str
     if command not in ("release", "adjudicate"):
         raise UserError(f"{run_dir}: a `protoqa {command}` run has no adjudicated clusters; give a "
                         "`protoqa release` or `protoqa sheets adjudicate` output")
-    found: dict[str, list[tuple[int, list[str]]]] = {}
-    for name in RECORD_FILES[command]:
-        path = Path(run_dir) / name
-        if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    record = json.loads(line)
-                    found[_question_id(record)] = _clusters(record)
-    return found
+    paths = [str(Path(run_dir) / name) for name in RECORD_FILES[command] if (Path(run_dir) / name).is_file()]
+    return {_question_id(record): _clusters(record) for record in read_records(paths)}
 
 
 def diff(run_dir: Union[str, Path], release: Union[str, Path]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from transforms.core.accounting import Reject
 from transforms.core.cells import escaped_dict
 from transforms.core.errors import UserError
 from transforms.core.platforms import (
+    CANCELLED_ANNOTATION,
     LABEL_STUDIO,
     MTURK,
     Assignment,
@@ -49,6 +50,7 @@ from transforms.core.platforms import (
     read_label_studio_export,
     read_mturk_results,
     template_variables,
+    withdrawn_reason,
     write_mturk_batch,
 )
 from transforms.core.untrusted import parse_json
@@ -249,10 +251,9 @@ def platform_rejects(path: str, results: PlatformResults) -> list[Reject]:
     `FILE:line N` or `FILE:task ID`)."""
     rejects = []
     for a in results.withdrawn:
-        cancelled = a.status == "cancelled"
-        rejects.append(Reject(IMPORT, "cancelled_annotation" if cancelled else "rejected_assignment",
-                              f"{a.inputs.get('question_id', '')}#{a.assignment_id}",
-                              f"{'annotator' if cancelled else 'worker'} {a.worker_id}"))
+        reason = withdrawn_reason(a)
+        rejects.append(Reject(IMPORT, reason, f"{a.inputs.get('question_id', '')}#{a.assignment_id}",
+                              f"{'annotator' if reason == CANCELLED_ANNOTATION else 'worker'} {a.worker_id}"))
     rejects.extend(Reject(IMPORT, s.reason, s.record_id(path), s.detail) for s in results.skipped)
     return rejects
 

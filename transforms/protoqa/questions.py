@@ -54,7 +54,13 @@ from transforms.core.errors import UserError
 from transforms.core.files import ReadRawRecords
 from transforms.core.stages import Ledger, Stage
 from transforms.core.text import ControlPolicy, Decoded, Policy, Undecodable, clean_string, decode_text
-from transforms.core.untrusted import FIELD_TOO_LARGE, RECORD_TOO_LARGE, oversized_string, parse_json
+from transforms.core.untrusted import (
+    FIELD_TOO_LARGE,
+    RECORD_TOO_LARGE,
+    oversized_string,
+    parse_json,
+    raw_records,
+)
 
 READ = "read"
 DEDUP_EXACT = "dedup_exact"
@@ -83,17 +89,8 @@ def iter_question_lines(path: str, handle: IO[bytes], limit: Optional[int] = Non
                         ) -> Iterator[tuple[str, Union[bytes, Oversized]]]:
     """`(path:line, raw bytes)` of every non-blank line of a JSONL file (undecoded); with a
     `limit`, a longer line is `Oversized` and costs at most `limit` bytes of memory."""
-    number = 0
-    while True:
-        line = handle.readline(limit + 1) if limit else handle.readline()
-        if not line:
-            return
-        number += 1
-        if limit and len(line) > limit and not line.endswith(b"\n"):
-            size = len(line)
-            while line and not line.endswith(b"\n"):
-                line = handle.readline(limit + 1)
-                size += len(line)
+    for number, line, size in raw_records(handle, limit, quoted=False):
+        if line is None:
             yield f"{path}:{number}", Oversized(size)
         elif line.strip():
             yield f"{path}:{number}", line

@@ -35,6 +35,7 @@ from filters.protoqa import normalize_question
 from transforms.core.accounting import Reject
 from transforms.core.cells import escaped_dict, read_csv_cell, xlsx_text
 from transforms.core.errors import UserError
+from transforms.core.untrusted import csv_field_limit
 from transforms.protoqa.blanc import LinkCounts, blanc_from_counts, link_counts
 from transforms.protoqa.cluster_prep import question_id_for
 
@@ -295,15 +296,13 @@ def load_sheet(path: str, limits: Optional[LimitsSection] = None, question_ids: 
     except UnicodeDecodeError as error:
         raise SheetError(f"{path}: not UTF-8 (byte {error.start}); save the sheet as UTF-8 CSV") from None
     limit = limits.max_field_bytes if limits is not None else csv.field_size_limit()
-    before = csv.field_size_limit(limit)
     try:
-        return read_sheet(text, question_ids)
+        with csv_field_limit(limit):
+            return read_sheet(text, question_ids)
     except csv.Error as error:
         if "field larger than field limit" in str(error):
             raise SheetError(f"{path}: a cell is over {limit} characters (limits.max_field_bytes)") from None
         raise SheetError(f"{path}: not a CSV sheet ({error})") from None
-    finally:
-        csv.field_size_limit(before)
 
 
 def _check_size(path: str, limits: LimitsSection) -> None:

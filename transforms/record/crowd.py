@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from data_specs.models import LimitsSection, RecordHitsSection, RecordSplitsSection
-from transforms.core.accounting import stage_entry
+from transforms.core.accounting import Reject, stage_entry
 from transforms.core.cells import csv_row, escaped_dict
 from transforms.core.errors import UserError
 from transforms.core.hashing import seeded_digest
@@ -293,8 +293,7 @@ def read_results(results_csv_path: PathLike, limits: LimitsSection) -> tuple[lis
 def results_stage(read: int, skipped: Sequence[Skipped], source: PathLike) -> tuple[dict[str, Any], list[dict]]:
     """The summary entry of the `read_results` stage (unit: rows or annotations of the results
     file) and its rejects (record id `FILE:line N`, `FILE:task ID` or the assignment id)."""
-    rejects = [{"stage": READ_RESULTS, "reason": s.reason, "record_id": s.record_id(source), "detail": s.detail}
-               for s in skipped]
+    rejects = [Reject(READ_RESULTS, s.reason, s.record_id(source), s.detail).row() for s in skipped]
     return stage_entry(read + len(skipped), read, Counter(s.reason for s in skipped)), rejects
 
 
