@@ -17,7 +17,7 @@ S3 := services/s3/s3.sh
 # The venv's bin on PATH: Beam's external worker pool starts a bare `python`.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv demo test test-fast lint bench fidelity fuzz browser-deps screenshots clean \
+.PHONY: venv demo test test-fast lint docs docs-check bench fidelity fuzz browser-deps screenshots clean \
 	flink-fetch flink-up flink-down services-test s3-fetch s3-up s3-down
 
 venv: $(STAMP) $(WORDNET_STAMP) $(HF_STAMP)
@@ -29,7 +29,7 @@ $(HF_STAMP):
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,neural,annotators]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,neural,annotators,docs]'
 	touch $(STAMP)
 
 $(WORDNET_STAMP): $(STAMP) data_specs/wordnet_lexnames
@@ -53,7 +53,7 @@ demo: $(STAMP) $(WORDNET_STAMP)
 
 # The whole suite, then the tests on the real Flink cluster and S3 server (which `services-test`
 # starts and stops).
-test: lint browser-deps $(HF_STAMP)
+test: lint docs-check browser-deps $(HF_STAMP)
 	$(PY) -m pytest -m "not flink and not s3"
 	$(MAKE) services-test
 
@@ -114,6 +114,19 @@ screenshots: $(STAMP) $(WORDNET_STAMP) browser-deps
 test-fast: $(STAMP) $(WORDNET_STAMP) browser-deps
 	$(PY) -m pytest -m "not slow and not flink and not s3"
 
+# The documentation site (docs/, mkdocs.yml) into site/: the reference pages are generated from
+# the code first (docs/gen_reference.py). `docs-check` (part of `make test`) regenerates nothing:
+# it fails on a stale reference page, then builds strictly (a broken link or missing page fails).
+export NO_MKDOCS_2_WARNING := 1
+docs: $(STAMP)
+	$(PY) docs/gen_reference.py
+	$(VENV)/bin/mkdocs build --strict --quiet
+	@echo "site/index.html (serve it with: $(PY) -m http.server -d site)"
+
+docs-check: $(STAMP)
+	$(PY) docs/gen_reference.py --check
+	$(VENV)/bin/mkdocs build --strict --quiet
+
 lint: $(STAMP) $(WORDNET_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
@@ -131,4 +144,4 @@ fidelity: $(STAMP) $(WORDNET_STAMP)
 	$(PY) tests/fidelity_protoqa.py ../shared/samples/protoqa/dev.crowdsourced.jsonl
 
 clean:
-	rm -rf $(VENV) $(HF_VENV) out
+	rm -rf $(VENV) $(HF_VENV) out site

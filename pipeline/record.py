@@ -316,7 +316,8 @@ def _hits(args) -> int:
                              spec.limits, args.hits_format, file_metadata(spec, [args.run_dir, args.results]))
     splits = ", ".join(f"{name} {entry['triples']}" for name, entry in summary["splits"].items())
     print(f"splits: {splits}; workers blocked: {summary['workers']['blocked']} of "
-          f"{summary['workers']['total']} (their assignments: {args.output}/republish.csv)")
+          f"{summary['workers']['total']} (their assignments: "
+          f"{getattr(args, 'final_output', args.output)}/republish.csv)")
     print(format_summary({"stages": summary["stages"]}, STAGE_UNITS["record"]))
     return 0 if _balanced(summary) else 3
 

@@ -228,7 +228,11 @@ def test_cli_exports_and_imports_platform_files(run_dir, exported, answers, tmp_
     out = tmp_path / "final"
     assert main(["record", "hits", "import", str(results), "--run", str(run_dir), "--output", str(out),
                  "--set", "hits.qc_every=20"]) == 0
-    assert "splits: train" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "splits: train" in printed
+    # the final folder, not the staging folder the command wrote into
+    assert f"(their assignments: {out}/republish.csv)" in printed
+    assert (out / "republish.csv").is_file()
     broken = tmp_path / "broken.csv"
     broken.write_text(results.read_text(encoding="utf-8").replace('"Input.triple_id"', '"Input.tid"', 1),
                       encoding="utf-8")
