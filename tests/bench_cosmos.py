@@ -5,10 +5,13 @@ Runs stage 1 (`csdata cosmos paragraphs`: read, story filter, the per-blog sampl
 loads spaCy's `senter` alone (no tok2vec) and splits every post that passes the length filter,
 i.e. all the posts stage 1 would split without the sample. Both timings include loading the
 models; each side has one untimed warm-up run, then `--rounds` timed runs taken in turns (the
-CPU may be shared) and the median is shown. Target: stage 1 takes at most 4x bare senter.
+CPU may be shared) and the median is shown. Target: stage 1 takes at most 4x bare senter (the
+ratio of the medians).
 
     .venv/bin/python tests/bench_cosmos.py [--input PATTERN ...] [--files N] [--rounds 3]
-        [--set sample.rounds=3 ...] [--all] [--agreement]
+        [--set sample.rounds=3 ...] [--all] [--agreement] [--check]
+
+`--check` ends with the goal's line (measured, goal, PASS/MISS) and exits 1 when it was missed.
 
 `--all` also times `sample.mode=all` (every story scored, as before the sample moved ahead of the
 models; slow). `--agreement` splits every post once and compares the paragraphs cut with the
@@ -30,7 +33,7 @@ from typing import Callable
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench_common import note_fallback  # noqa: E402
+from bench_common import Goal, GoalCheck, add_check_option, conclude, n_rounds, note_fallback  # noqa: E402
 
 from pipeline.cli import quiet_beam_import_warning  # noqa: E402
 
@@ -114,6 +117,7 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="also time sample.mode=all (slow)")
     parser.add_argument("--agreement", action="store_true",
                         help="cut agreement and speed of the coherence runtimes (slow)")
+    add_check_option(parser)
     args = parser.parse_args()
     inputs = args.input or default_inputs(args.files)
     spec = load_dataset_spec(CosmosSpec, "cosmos", args.set)
@@ -140,6 +144,9 @@ def main() -> None:
     print(f"stage 1 (FnApiRunner, in process): {seconds:7.2f} s  {posts / seconds:8.1f} posts/s")
     print(f"bare senter on the {len(texts)} posts: {bare:7.2f} s  {posts / bare:8.1f} posts/s")
     print(f"ratio (stage 1 / bare senter): {seconds / bare:.2f}   (target <= {TARGET:g})")
+    goals = GoalCheck()
+    goals.measured(Goal(f"Cosmos QA stage 1 / bare senter, wall, medians of {n_rounds(args.rounds)}", "<=",
+                        TARGET, "x"), seconds / bare)
     if args.all:
         every = spec.model_copy(update={"sample": spec.sample.model_copy(update={"mode": "all"})})
         all_seconds, all_summary = time_pipeline(inputs, every)
@@ -148,6 +155,7 @@ def main() -> None:
               f"{posts / all_seconds:8.1f} posts/s  ratio {all_seconds / bare:.2f}")
     if args.agreement:
         agreement(stories, spec)
+    sys.exit(conclude(goals, args.check))
 
 
 def agreement(stories: list[Story], spec: CosmosSpec, runtimes: tuple[str, ...] = ("torch", "int8"),

@@ -13,6 +13,11 @@ workers share the same 2 cores here).
 
 The cluster is started with services/flink/flink.sh unless one answers already, and stopped at
 the end when this script started it.
+
+    .venv/bin/python tests/bench_flink.py [--copies 10] [--rounds 1] [--check]
+
+`--check` ends with the goal's line (the ratio of the median wall times; measured, goal,
+PASS/MISS) and exits 1 when it was missed.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, ROOT)
 
+from bench_common import Goal, GoalCheck, add_check_option, conclude, n_rounds  # noqa: E402
 from bench_record import (  # noqa: E402
     _processes,
     default_inputs,
@@ -86,7 +92,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=1)
+    add_check_option(parser)
     args = parser.parse_args()
+    goals = GoalCheck()
     spec = load_spec("record")
     articles = read_articles(default_inputs(), spec)
     started = False
@@ -127,9 +135,12 @@ def main() -> None:
             ratio = statistics.median(walls["Flink cluster"]) / statistics.median(walls["in process, 2 workers"])
             print(f"Flink / in process (2 workers), median wall: {ratio:.2f}x "
                   f"(goal: within {WALL_GOAL:.0f}x: {'met' if ratio <= WALL_GOAL else 'not met'})")
+            goals.measured(Goal(f"Flink cluster / in process (2 workers), wall, medians of "
+                                f"{n_rounds(args.rounds)}", "<=", WALL_GOAL, "x"), ratio)
     finally:
         if started:
             subprocess.run([FLINK_SH, "down"], check=False, env={**os.environ, "PYTHON": sys.executable})
+    sys.exit(conclude(goals, args.check))
 
 
 if __name__ == "__main__":

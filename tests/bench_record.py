@@ -41,7 +41,7 @@ the machine filter per reader.
 
     .venv/bin/python tests/bench_record.py [--input PATTERN ...] [--rounds 3] [--no-ratio]
         [--no-scaling] [--scale 1,3,10] [--workers 0,1,2] [--profile 25] [--readers ...]
-        [--speedup-scale 3] [--speedup-rounds 3] [--arm LABEL=ARGS ...]
+        [--speedup-scale 3] [--speedup-rounds 3] [--arm LABEL=ARGS ...] [--check]
 
 `--arm` (repeatable) runs each configuration of the scaling table once per arm, the arms in turn,
 with ARGS added to the command (`--set key=value`, Beam flags; leading `NAME=VALUE` words set
@@ -49,6 +49,12 @@ its environment): an A/B of a setting in one run, under the same load.
 
 `--profile N` adds a cProfile of one in-process run: the top N functions by own time, and the
 top N of the project's functions by cumulative time.
+
+`--check` ends with one line per goal (measured, goal, PASS/MISS) and exits 1 when one was missed:
+part 1's ratio by wall clock and by CPU time (each the ratio of the medians); per arm, the median
+2 / 1-worker wall-clock speed-up of the rounds at `--speedup-scale`, and each configuration's
+peak RSS at the last `--scale` over the first. A goal whose part an option left out is shown as
+SKIP and is no miss; a part that ran without a figure (every round failed) is a miss.
 """
 from __future__ import annotations
 
@@ -75,7 +81,7 @@ from typing import Callable, Optional, Sequence
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench_common import note_fallback  # noqa: E402
+from bench_common import Goal, GoalCheck, add_check_option, conclude, n_rounds, note_fallback  # noqa: E402
 
 from pipeline.cli import quiet_beam_import_warning  # noqa: E402
 
@@ -164,8 +170,29 @@ def run_bare_once(texts: list[str], spec: RecordSpec) -> None:
             corenlp_sentences(text)
 
 
-def bench_ratio(inputs: list[str], spec: RecordSpec, rounds: int) -> str:
-    """Part 1; returns the output folder of a pipeline run (for the machine filter)."""
+def ratio_goal(what: str, rounds: int) -> Goal:
+    """Part 1's goal for the ratio by `what` (`wall`, `CPU`)."""
+    return Goal(f"ReCoRD stages 1-2 / bare nlp.pipe, {what}, medians of {n_rounds(rounds)}", ">=",
+                RATIO_TARGET)
+
+
+def speedup_goal(label: str, n: Optional[int] = None, rounds: Optional[int] = None) -> Goal:
+    """The 2-worker speed-up's goal for the arm `label`, on `n` articles over `rounds` rounds
+    (None: not known)."""
+    at = f" at {n} articles" if n is not None else ""
+    over = f"median of {n_rounds(rounds)}" if rounds is not None else "median of the rounds"
+    return Goal(f"2 / 1 workers{at}{f' [{label}]' if label else ''}, wall, {over}", ">=", SPEEDUP_GOAL, "x")
+
+
+def rss_goal(name: str, scales: Sequence[int]) -> Goal:
+    """The peak-RSS goal of the configuration `name` (in the table's words): last scale / first."""
+    growth = f"{scales[-1]}x / {scales[0]}x input" if len(scales) > 1 else "last / first --scale"
+    return Goal(f"peak RSS {growth}, {name}", "<=", RSS_GOAL, "x")
+
+
+def bench_ratio(inputs: list[str], spec: RecordSpec, rounds: int, goals: GoalCheck) -> str:
+    """Part 1; returns the output folder of a pipeline run (for the machine filter). The ratios
+    go to `goals`."""
     # One untimed warm-up of each side first: the first run in a process pays for imports.
     out = run_pipeline_once(inputs, spec)
     summary = read_summary(os.path.join(out, "summary.json"))
@@ -194,6 +221,8 @@ def bench_ratio(inputs: list[str], spec: RecordSpec, rounds: int) -> str:
           f"{cpu_b:9.2f}{articles / cpu_b:16.2f}")
     print(f"ratio (pipeline / bare, median of {rounds} alternating rounds): wall {wall_b / wall_p:.2f}, "
           f"CPU {cpu_b / cpu_p:.2f}   (target >= {RATIO_TARGET})")
+    goals.measured(ratio_goal("wall", rounds), wall_b / wall_p)
+    goals.measured(ratio_goal("CPU", rounds), cpu_b / cpu_p)
     return out
 
 
@@ -394,15 +423,16 @@ def run_generate(folder: str, output: str, workers: int, extra: Sequence[str]) -
 
 
 def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], configs: list[int],
-                  arms: Sequence[tuple[str, list[str]]] = (("", []),),
+                  goals: GoalCheck, arms: Sequence[tuple[str, list[str]]] = (("", []),),
                   speedup_scale: int = 0, speedup_rounds: int = 1) -> None:
     """Part 2: the scaling table; a configuration is a worker count, 0 = in process. With
     several `arms` (label, extra arguments of the command), each configuration runs once per
     arm, the arms in turn, so that a change of the machine's load hits them alike. At
     `speedup_scale`, the pair of 1 and 2 workers runs `speedup_rounds` times in all, in
-    alternating order (`speedup_pairs`)."""
+    alternating order (`speedup_pairs`). The speed-ups and peak-RSS growths go to `goals`."""
     articles = read_articles(inputs, spec)
     results: dict[tuple[int, int, str], Measured] = {}
+    names: dict[tuple[int, str], str] = {}
     base = tempfile.mkdtemp(prefix="bench-scaling-")
     print(f"scaling of `csdata record generate` ({len(articles)} input articles repeated with changed "
           f"ids; --set {NEAR_OFF}; wall includes interpreter start and imports; CPU and peak RSS "
@@ -415,8 +445,9 @@ def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], config
             n = write_copies(articles, scale, folder)
             for index, config in enumerate(configs):
                 for label, extra in arms:
-                    name = (f"multi_processing, {config} worker{'s' if config > 1 else ''}" if config
-                            else "in process") + (f" [{label}]" if label else "")
+                    name = names[(config, label)] = (
+                        (f"multi_processing, {config} worker{'s' if config > 1 else ''}" if config
+                         else "in process") + (f" [{label}]" if label else ""))
                     output = os.path.join(base, f"out-x{scale}-w{config}-{index}-{label}")
                     run = results[(scale, config, label)] = run_generate(folder, output, config, extra)
                     if run.code != 0:   # the folder goes at the end: show the log's end now
@@ -430,9 +461,22 @@ def bench_scaling(inputs: list[str], spec: RecordSpec, scales: list[int], config
             if scale == speedup_scale and {1, 2} <= set(configs) and speedup_rounds > 0:
                 speedup_pairs(folder, n, os.path.join(base, f"x{scale}-round"), arms,
                               {label: (results[(scale, 1, label)], results[(scale, 2, label)])
-                               for label, _ in arms}, speedup_rounds, spec)
+                               for label, _ in arms}, speedup_rounds, spec, goals)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    if not (speedup_scale in scales and {1, 2} <= set(configs) and speedup_rounds > 0):
+        for label, _ in arms:
+            goals.skipped(speedup_goal(label), "needs --speedup-scale among --scale, workers 1 and 2, "
+                                               "--speedup-rounds > 0")
+    for (config, label), name in names.items():
+        if len(scales) < 2:
+            goals.skipped(rss_goal(name, scales), "needs two --scale values or more")
+            continue
+        first, last = results[(scales[0], config, label)], results[(scales[-1], config, label)]
+        if first.code != 0 or last.code != 0:
+            goals.failed(rss_goal(name, scales), "a run failed")
+        else:
+            goals.measured(rss_goal(name, scales), last.worker_peak_kb / first.worker_peak_kb)
     print(f"goals: 2 workers >= {SPEEDUP_GOAL}x one worker; worker peak RSS at the largest scale "
           f"within {RSS_GOAL}x of the smallest ('vs 1x'). 'vs 1 worker' is wall clock against the "
           f"1-worker run before it; 'CPU-bound' the speed-up the division of the CPU work allows "
@@ -493,14 +537,16 @@ def _listed(values: Sequence[float]) -> str:
 
 
 def speedup_pairs(folder: str, n: int, prefix: str, arms: Sequence[tuple[str, list[str]]],
-                  first: dict[str, tuple[Measured, Measured]], rounds: int, spec: RecordSpec) -> None:
+                  first: dict[str, tuple[Measured, Measured]], rounds: int, spec: RecordSpec,
+                  goals: GoalCheck) -> None:
     """The 2-worker speed-up on the input in `folder` (`n` articles) over `rounds` rounds
     (outputs at `prefix`-ROUND-wWORKERS-LABEL): the table's pair per arm (`first`: label ->
     (1 worker, 2 workers)) and `rounds - 1` more, 2 workers first in every other round, so that
     the machine's drift between runs (a pair alone ranged 1.43-2.09x here within minutes) hits
     both sides alike. Each round also runs the machine's own baseline: bare `nlp.pipe` (as in
     part 1) over the texts of the same input, in one process and dealt to two. Prints each
-    round's speed-ups and their medians; a failed run leaves its round out."""
+    round's speed-ups and their medians (the wall-clock median to `goals`); a failed run leaves
+    its round out."""
     texts_path = prefix + "-texts.json"
     with open(texts_path, "w", encoding="utf-8") as handle:
         json.dump(annotated_texts([folder], spec), handle)
@@ -525,7 +571,10 @@ def speedup_pairs(folder: str, n: int, prefix: str, arms: Sequence[tuple[str, li
         done = [(one, two, b) for (one, two), b in zip(measured, bare) if one.code == 0 and two.code == 0]
         if not done:
             print(f"{name}: no round succeeded")
+            goals.failed(speedup_goal(label, n), "no round succeeded")
             continue
+        goals.measured(speedup_goal(label, n, len(done)),
+                       statistics.median(one.wall / two.wall for one, two, _ in done))
         print(f"{name}, {len(done)} rounds (alternating order): wall "
               f"{_listed([one.wall / two.wall for one, two, _ in done])}; CPU-bound "
               f"{_listed([cpu_bound(one, two) for one, two, _ in done])}   (goal >= {SPEEDUP_GOAL}x)")
@@ -598,6 +647,7 @@ def main() -> None:
                         help="comma-separated readers to time in the machine filter ('' for none)")
     parser.add_argument("--cross-steps", type=int, default=10,
                         help="cross-encoder training steps per fold in the benchmark")
+    add_check_option(parser)
     parser.add_argument("--bare-share", help=argparse.SUPPRESS)   # K/N: a process of the baseline
     parser.add_argument("texts", nargs="?", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -610,18 +660,27 @@ def main() -> None:
     print(f"inputs: {', '.join(os.path.relpath(i) for i in inputs)}; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")
     readers = [r for r in args.readers.split(",") if r]
+    goals = GoalCheck()
     out = None
     if not args.no_ratio:
-        out = bench_ratio(inputs, spec, args.rounds)
+        out = bench_ratio(inputs, spec, args.rounds, goals)
+    else:
+        for what in ("wall", "CPU"):
+            goals.skipped(ratio_goal(what, args.rounds), "--no-ratio")
     if args.profile:
         if out is None:
             run_pipeline_once(inputs, spec)   # the warm-up
         bench_profile(inputs, spec, args.profile)
     if not args.no_scaling:
-        bench_scaling(inputs, spec, _numbers(args.scale), _numbers(args.workers), parse_arms(args.arm),
-                      args.speedup_scale, args.speedup_rounds)
+        bench_scaling(inputs, spec, _numbers(args.scale), _numbers(args.workers), goals,
+                      parse_arms(args.arm), args.speedup_scale, args.speedup_rounds)
+    else:
+        for label, _ in parse_arms(args.arm):
+            goals.skipped(speedup_goal(label), "--no-scaling")
+        goals.skipped(rss_goal("each configuration", _numbers(args.scale)), "--no-scaling")
     if readers:
         bench_filter(out or run_pipeline_once(inputs, spec), spec, readers, args.cross_steps)
+    sys.exit(conclude(goals, args.check))
 
 
 if __name__ == "__main__":

@@ -7,9 +7,13 @@ stage-2 threshold change, `--set passage.min_tokens=120 --set query.ngram=4`) ge
 `--rounds` rounds of one cold and one warm run each, interleaved so that both kinds see the same
 load on a shared machine; the medians of wall-clock and CPU seconds (this process: the in-process
 runner's work) are shown. Prints the speed-up (target >= 10x), how many annotations were reused,
-and whether both runs wrote the same rows (they must).
+and whether both runs wrote the same rows (they must: the script exits 1 when they differ).
 
     .venv/bin/python tests/bench_record_variants.py [--input PATTERN ...] [--set KEY=VALUE ...] [--rounds 3]
+        [--check]
+
+`--check` ends with one line per goal (the speed-up by wall clock and by CPU time, each the ratio
+of the medians; measured, goal, PASS/MISS) and exits 1 when one was missed.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench_common import Goal, GoalCheck, add_check_option, conclude, n_rounds  # noqa: E402
 from bench_record import default_inputs  # noqa: E402
 
 from pipeline.cli import quiet_beam_import_warning  # noqa: E402
@@ -37,6 +42,7 @@ from transforms.core.io import read_summary, read_table  # noqa: E402
 
 VARIANT = ["passage.min_tokens=120", "query.ngram=4"]
 TABLES = ("passages", "queries", "rejects")
+TARGET = 10.0   # cold / --annotations, by wall clock and by CPU time
 
 
 def options() -> PipelineOptions:
@@ -62,6 +68,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append",
                         help=f"the variant's spec overrides (default: {' '.join(VARIANT)})")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds; the median is shown")
+    add_check_option(parser)
     args = parser.parse_args()
     inputs = args.input or default_inputs()
     overrides = args.overrides or VARIANT
@@ -105,10 +112,14 @@ def main() -> None:
     print(f"reused {entry['reused']} of {entry['articles']} annotations")
     (cold_wall, cold_cpu), (reuse_wall, reuse_cpu) = medians["cold"], medians["reuse"]
     print(f"speed-up (cold / --annotations): {cold_wall / reuse_wall:.1f}x wall, "
-          f"{cold_cpu / reuse_cpu:.1f}x CPU   (target >= 10x)")
+          f"{cold_cpu / reuse_cpu:.1f}x CPU   (target >= {TARGET:g}x)")
     print(f"rows identical to the cold run: {'yes' if same else 'NO'}")
-    if not same:
-        sys.exit(1)
+    goals = GoalCheck()
+    for what, cold_s, reuse_s in (("wall", cold_wall, reuse_wall), ("CPU", cold_cpu, reuse_cpu)):
+        goals.measured(Goal(f"ReCoRD variant cold / from --annotations, {what}, medians of "
+                            f"{n_rounds(args.rounds)}", ">=", TARGET, "x", digits=1), cold_s / reuse_s)
+    status = conclude(goals, args.check)
+    sys.exit(1 if not same else status)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""Shared fixtures: an offline Beam test pipeline, the repo's sample corpus, and code run in a
-fresh interpreter (ours, or the Hugging Face venv's)."""
+"""Shared fixtures: an offline Beam test pipeline, the repo's sample corpus (and one generate run
+of it), the simulated Cosmos QA crowd sets, and code run in a fresh interpreter (ours, with the
+heavy modules it imported, or the Hugging Face venv's)."""
 from __future__ import annotations
 
 import json
@@ -8,8 +9,9 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
@@ -20,11 +22,55 @@ DATA = Path(__file__).parent / "data" / "record"
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def python_run(code: str, env: Mapping[str, str] | None = None,
+               timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter running `code` in the repository, with `env` added to our environment;
+    the test fails, with the end of the interpreter's stderr, if it exits with an error."""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            env=None if env is None else {**os.environ, **env}, timeout=timeout)
+    if result.returncode != 0:
+        pytest.fail(f"python -c exited with {result.returncode}:\n{result.stderr[-4000:]}")
+    return result
+
+
 def python_output(code: str) -> str:
     """The stripped stdout of a fresh interpreter running `code` in the repository."""
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, check=True)
-    return result.stdout.strip()
+    return python_run(code).stdout.strip()
+
+
+class Probe(NamedTuple):
+    """What a fresh interpreter made of some code (`probe_modules`)."""
+
+    loaded: list[str]   # the watched modules in `sys.modules` once the code had run, sorted
+    stdout: str         # what the code (then `then`) printed, stripped
+    stderr: str
+
+
+def probe_modules(code: str, watched: Iterable[str], *, then: str = "", env: Mapping[str, str] | None = None,
+                  timeout: float | None = None) -> Probe:
+    """Which of the `watched` modules (heavy ones: torch, apache_beam, spacy...) a fresh interpreter
+    in the repository has imported once it has run `code`; after that it runs `then` (which may
+    import them itself). The interpreter must exit without error; `env` is added to our environment.
+    Every "imports no heavy module" test goes through here (or `loaded_modules`)."""
+    with tempfile.TemporaryDirectory(prefix="probe-") as folder:
+        report = Path(folder) / "loaded.json"
+        script = (f"{code}\n"
+                  "import sys as _probe_sys\n"
+                  f"_probe_loaded = sorted(m for m in {sorted(set(watched))!r} if m in _probe_sys.modules)\n"
+                  f"with open({str(report)!r}, 'w', encoding='utf-8') as _probe_file:\n"
+                  "    __import__('json').dump(_probe_loaded, _probe_file)\n"
+                  f"{then}\n")
+        done = python_run(script, env, timeout)
+        if not report.exists():
+            pytest.fail(f"the probed code ended the interpreter before the check:\n{code}")
+        loaded = json.loads(report.read_text(encoding="utf-8"))
+    return Probe(loaded, done.stdout.strip(), done.stderr)
+
+
+def loaded_modules(code: str, watched: Iterable[str]) -> list[str]:
+    """The `watched` modules a fresh interpreter has imported once it has run `code`, sorted:
+    `assert loaded_modules("import transforms.core.models", ["torch"]) == []`."""
+    return probe_modules(code, watched).loaded
 
 
 HF_PYTHON = ROOT / ".venv-hf" / "bin" / "python"
@@ -92,11 +138,31 @@ def generate(output: Path, *beam_args: str) -> int:
 
 
 @pytest.fixture(scope="session")
-def record_run(tmp_path_factory) -> Path:
-    """One generate run on the sample corpus, shared by the end-to-end tests."""
+def record_generate_run(tmp_path_factory) -> Path:
+    """One `csdata record generate` run on the sample corpus, shared by the end-to-end tests (read
+    it, never change it)."""
     output = tmp_path_factory.mktemp("record")
     assert generate(output) == 0
     return output
+
+
+# ---- Cosmos QA crowd data (tests/cosmos/crowd_sets.py), for tests/cosmos and tests/core --------
+
+@pytest.fixture
+def cosmos_crowd_spec():
+    """The Cosmos QA spec with W-EXCELLENT as the one excellent worker."""
+    from tests.cosmos.crowd_sets import cosmos_spec
+
+    return cosmos_spec()
+
+
+@pytest.fixture
+def cosmos_simulated(tmp_path) -> tuple[Path, Path, Path]:
+    """(stage-1 run, questions.csv, validations.csv): six paragraphs; one set per validation and
+    NOTA case, validated by 3 simulated workers each (`crowd_sets.write_simulated`)."""
+    from tests.cosmos.crowd_sets import write_simulated
+
+    return write_simulated(tmp_path)
 
 
 # End-to-end runs and real models; `make test-fast` (pytest -m "not slow") leaves them out.

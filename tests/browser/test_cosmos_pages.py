@@ -16,8 +16,17 @@ from data_specs import load_spec
 from pipeline import cosmos
 from pipeline.cli import main
 from tests.browser.conftest import console_errors, whole_page
+from tests.crowd_files import (
+    label_studio_annotation,
+    label_studio_export,
+    label_studio_result,
+    label_studio_task,
+    mturk_header,
+    mturk_results_csv,
+    mturk_row,
+)
 from transforms.core.io import read_table
-from transforms.core.platforms import MTURK_RESULT_COLUMNS, fill_template, serve_preview
+from transforms.core.platforms import fill_template, serve_preview
 from transforms.cosmos import crowd
 
 pytestmark = pytest.mark.slow      # a stage-1 run of the sample blogs (spaCy, MiniLM)
@@ -104,16 +113,10 @@ def writing(run, tmp_path_factory) -> dict:
 
 def mturk_results(path: Path, row: dict[str, str], submissions: list[tuple[str, dict[str, str]]]) -> Path:
     fields = sorted({k for _, s in submissions for k in s if k != "assignmentId"})
-    header = [*MTURK_RESULT_COLUMNS, *(f"Input.{v}" for v in row), *(f"Answer.{f}" for f in fields), "Approve", "Reject"]
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=header, quoting=csv.QUOTE_ALL)
-        writer.writeheader()
-        for n, (worker, sub) in enumerate(submissions):
-            writer.writerow({**dict.fromkeys(header, ""), "HITId": f"HIT-{path.stem}", "AssignmentId": f"{path.stem}-{n}",
-                             "WorkerId": worker, "AssignmentStatus": "Approved",
-                             "SubmitTime": f"Thu Jun 06 11:0{n}:00 PDT 2024", **{f"Input.{v}": row[v] for v in row},
-                             **{f"Answer.{f}": sub.get(f, "") for f in fields}})
-    return path
+    return mturk_results_csv(path, mturk_header(row, fields), [
+        mturk_row(f"HIT-{path.stem}", f"{path.stem}-{n}", worker, f"Thu Jun 06 11:0{n}:00 PDT 2024", status="Approved",
+                  inputs=row, answers={f: sub.get(f, "") for f in fields})
+        for n, (worker, sub) in enumerate(submissions)])
 
 
 def test_writing_page_round_trip(browser, run, writing, screenshot, tmp_path):
@@ -239,16 +242,13 @@ def label_studio(path: Path, tasks_file: Path, key: str, submissions: dict[str, 
     for t_id, task in enumerate(tasks):
         annotations = []
         for worker, fields in submissions.get(task["data"][key], []):
-            result = [{"from_name": name, "to_name": "question", "type": kinds.get(name, "textarea"),
-                       "value": {"choices": [value]} if kinds.get(name) == "choices" else {"text": [value]}}
+            result = [label_studio_result(name, "question", kinds.get(name, "textarea"), value)
                       for name, value in fields.items() if name not in ("assignmentId", key) and value]
-            annotations.append({"id": f"{path.stem}-{n}", "completed_by": {"id": n, "email": worker}, "result": result,
-                                "was_cancelled": False, "created_at": f"2024-06-06T18:0{n}:00Z", "lead_time": 30})
+            annotations.append(label_studio_annotation(f"{path.stem}-{n}", {"id": n, "email": worker}, result,
+                                                       f"2024-06-06T18:0{n}:00Z", lead_time=30))
             n += 1
-        out.append({"id": f"HIT-{path.stem}" if key == "paragraph_id" else t_id, "data": task["data"],
-                    "annotations": annotations})
-    path.write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
-    return path
+        out.append(label_studio_task(f"HIT-{path.stem}" if key == "paragraph_id" else t_id, task["data"], annotations))
+    return label_studio_export(path, out)
 
 
 @pytest.mark.parametrize("platform", ["mturk", "label-studio"])
@@ -262,19 +262,12 @@ def test_validation_round_trip(browser, run, writing, validation, screenshot, pl
     judges = {q: [(f"V{k}", f) for k, f in enumerate(fields)] for q, fields in captured.items()}
     if platform == "mturk":
         written = validation["written"]
-        judged = tmp_path / "judged.csv"
-        header_row = validation["rows"][0]
         all_rows = [(rows[q], w, f) for q in judges for w, f in judges[q]]
         fields = sorted({k for _, _, f in all_rows for k in f if k != "assignmentId"})
-        header = [*MTURK_RESULT_COLUMNS, *(f"Input.{v}" for v in header_row), *(f"Answer.{f}" for f in fields)]
-        with judged.open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=header)
-            writer.writeheader()
-            for n, (row, worker, f) in enumerate(all_rows):
-                writer.writerow({**dict.fromkeys(header, ""), "HITId": f"VH{n // 3}", "AssignmentId": f"VA{n}",
-                                 "WorkerId": worker, "AssignmentStatus": "Submitted",
-                                 "SubmitTime": f"Thu Jun 06 12:0{n}:00 PDT 2024",
-                                 **{f"Input.{v}": row[v] for v in row}, **{f"Answer.{k}": f.get(k, "") for k in fields}})
+        judged = mturk_results_csv(tmp_path / "judged.csv", mturk_header(validation["rows"][0], fields), [
+            mturk_row(f"VH{n // 3}", f"VA{n}", worker, f"Thu Jun 06 12:0{n}:00 PDT 2024", inputs=row,
+                      answers={k: f.get(k, "") for k in fields})
+            for n, (row, worker, f) in enumerate(all_rows)])
     else:
         written_fields = {"paragraph_id": writing["row"]["paragraph_id"]}
         for n, q in ((1, Q1), (2, Q2)):

@@ -13,7 +13,16 @@ from selenium.webdriver.common.by import By
 from data_specs import load_spec
 from pipeline.protoqa import run_hits_export, run_hits_import
 from tests.browser.conftest import console_errors
-from transforms.core.platforms import MTURK_RESULT_COLUMNS, fill_template, serve_preview
+from tests.crowd_files import (
+    label_studio_annotation,
+    label_studio_export,
+    label_studio_result,
+    label_studio_task,
+    mturk_header,
+    mturk_results_csv,
+    mturk_row,
+)
+from transforms.core.platforms import fill_template, serve_preview
 
 QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "platforms" / "protoqa_questions.jsonl"
 SHOWN = "Name something you’d find in a kitchen drawer & never use."
@@ -43,29 +52,18 @@ def _submit_answer(driver, url: str, server, typed: str) -> dict[str, str]:
 def _mturk_results(path: Path, batch_row: dict[str, str], submissions: list[dict[str, str]]) -> None:
     """An MTurk batch results CSV as the requester site writes it, one row per submission."""
     fields = [k for k in submissions[0] if k != "assignmentId"]
-    header = [*MTURK_RESULT_COLUMNS, *(f"Input.{k}" for k in batch_row),
-              *(f"Answer.{k}" for k in fields), "Approve", "Reject"]
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=header, restval="")
-        writer.writeheader()
-        for n, sent in enumerate(submissions, start=1):
-            row = {"HITId": "HIT-P3", "AssignmentId": f"ASG{n}", "WorkerId": f"WORKER{n}",
-                   "AssignmentStatus": "Submitted", "SubmitTime": f"Tue Dec 01 10:0{n}:00 PST 2026",
-                   "WorkTimeInSeconds": "14"}
-            row.update({f"Input.{k}": v for k, v in batch_row.items()})
-            row.update({f"Answer.{k}": sent[k] for k in fields})
-            writer.writerow(row)
+    mturk_results_csv(path, mturk_header(batch_row, fields), [
+        mturk_row("HIT-P3", f"ASG{n}", f"WORKER{n}", f"Tue Dec 01 10:0{n}:00 PST 2026", WorkTimeInSeconds="14",
+                  inputs=batch_row, answers={k: sent[k] for k in fields})
+        for n, sent in enumerate(submissions, start=1)])
 
 
 def _label_studio_export(path: Path, task: dict, submissions: list[dict[str, str]]) -> None:
     """A Label Studio JSON export of the task with one TextArea annotation per submission."""
-    annotations = [{"id": n, "completed_by": n, "was_cancelled": False, "lead_time": 14.0,
-                    "created_at": f"2026-12-01T10:0{n}:00.000000Z",
-                    "result": [{"from_name": "answer", "to_name": "question", "type": "textarea",
-                                "value": {"text": [sent["answer"]]}}]}
+    annotations = [label_studio_annotation(n, n, [label_studio_result("answer", "question", "textarea", sent["answer"])],
+                                           f"2026-12-01T10:0{n}:00.000000Z", lead_time=14.0)
                    for n, sent in enumerate(submissions, start=1)]
-    path.write_text(json.dumps([{"id": 1, "data": task["data"], "annotations": annotations}]),
-                    encoding="utf-8")
+    label_studio_export(path, [label_studio_task(1, task["data"], annotations)])
 
 
 def _answers(path: Path) -> list[tuple[str, str, str]]:

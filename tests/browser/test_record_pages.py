@@ -14,8 +14,17 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from data_specs import load_spec
 from tests.browser.conftest import console_errors, whole_page
+from tests.crowd_files import (
+    label_studio_annotation,
+    label_studio_export,
+    label_studio_result,
+    label_studio_task,
+    mturk_header,
+    mturk_results_csv,
+    mturk_row,
+)
 from transforms.core.io import read_table
-from transforms.core.platforms import MTURK_RESULT_COLUMNS, fill_template, serve_preview
+from transforms.core.platforms import fill_template, serve_preview
 from transforms.record.crowd import export_hits, import_results
 from transforms.record.metric import is_correct
 
@@ -23,20 +32,20 @@ pytestmark = pytest.mark.slow      # a generate run of the sample corpus (spaCy)
 
 
 @pytest.fixture(scope="module")
-def exported(record_run: Path, tmp_path_factory) -> dict:
+def exported(record_generate_run: Path, tmp_path_factory) -> dict:
     """The MTurk and Label Studio export of the sample run, and one triple with its references."""
     base = tmp_path_factory.mktemp("record-pages")
     spec = load_spec("record")
-    export_hits(record_run, base / "mturk", spec.hits, "mturk")
-    export_hits(record_run, base / "ls", spec.hits, "label-studio")
+    export_hits(record_generate_run, base / "mturk", spec.hits, "mturk")
+    export_hits(record_generate_run, base / "ls", spec.hits, "label-studio")
     with (base / "mturk" / "batch.csv").open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    queries = {q["query_id"]: q for q in read_table(record_run, "queries").to_pylist()}
-    passages = {p["passage_id"]: p for p in read_table(record_run, "passages").to_pylist()}
+    queries = {q["query_id"]: q for q in read_table(record_generate_run, "queries").to_pylist()}
+    passages = {p["passage_id"]: p for p in read_table(record_generate_run, "passages").to_pylist()}
     row = rows[0]
     query = queries[row["triple_id"]]
     return {"base": base, "rows": rows, "row": row, "answers": [a["text"] for a in query["answers"]],
-            "split": passages[query["passage_id"]]["split"], "run": record_run,
+            "split": passages[query["passage_id"]]["split"], "run": record_generate_run,
             "template": (base / "mturk" / "template.html").read_text(encoding="utf-8")}
 
 
@@ -138,19 +147,10 @@ def test_no_horizontal_scroll_on_a_phone(phone_browser, exported, screenshot):
 
 def mturk_csv(path: Path, exported, submissions: list[tuple[str, dict[str, str]]]) -> Path:
     fields = sorted({k for _, s in submissions for k in s if k != "assignmentId"})
-    variables = list(exported["row"])
-    header = [*MTURK_RESULT_COLUMNS, *(f"Input.{v}" for v in variables), *(f"Answer.{f}" for f in fields),
-              "Approve", "Reject"]
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=header, quoting=csv.QUOTE_ALL)
-        writer.writeheader()
-        for n, (worker, sub) in enumerate(submissions):
-            writer.writerow({**dict.fromkeys(header, ""), "HITId": "3HITREAL", "AssignmentId": f"3ASG{n}",
-                             "WorkerId": worker, "AssignmentStatus": "Submitted",
-                             "SubmitTime": f"Wed Mar 04 10:1{n}:45 PST 2020", "WorkTimeInSeconds": "42",
-                             **{f"Input.{v}": exported["row"][v] for v in variables},
-                             **{f"Answer.{f}": sub.get(f, "") for f in fields}})
-    return path
+    return mturk_results_csv(path, mturk_header(exported["row"], fields), [
+        mturk_row("3HITREAL", f"3ASG{n}", worker, f"Wed Mar 04 10:1{n}:45 PST 2020", WorkTimeInSeconds="42",
+                  inputs=exported["row"], answers={f: sub.get(f, "") for f in fields})
+        for n, (worker, sub) in enumerate(submissions)])
 
 
 def label_studio_json(path: Path, exported, submissions: list[tuple[str, dict[str, str]]]) -> Path:
@@ -158,16 +158,13 @@ def label_studio_json(path: Path, exported, submissions: list[tuple[str, dict[st
     task = next(t for t in tasks if t["data"]["triple_id"] == exported["row"]["triple_id"])
     annotations = []
     for n, (worker, sub) in enumerate(submissions):
-        result = [{"from_name": "entity", "to_name": "passage", "type": "choices",
-                   "value": {"choices": [sub["entity_text"]]}},
-                  {"from_name": "feedback", "to_name": "passage", "type": "textarea", "value": {"text": [sub["feedback"]]}}]
+        result = [label_studio_result("entity", "passage", "choices", sub["entity_text"]),
+                  label_studio_result("feedback", "passage", "textarea", sub["feedback"])]
         if sub.get("guessed"):
-            result.append({"from_name": "guessed", "to_name": "passage", "type": "choices",
-                           "value": {"choices": ["I guessed"]}})
-        annotations.append({"id": 70 + n, "completed_by": {"id": n, "email": worker}, "result": result,
-                            "was_cancelled": False, "created_at": f"2024-05-02T10:1{n}:00Z", "lead_time": 42.0})
-    path.write_text(json.dumps([{"id": 1, "data": task["data"], "annotations": annotations}]), encoding="utf-8")
-    return path
+            result.append(label_studio_result("guessed", "passage", "choices", "I guessed"))
+        annotations.append(label_studio_annotation(70 + n, {"id": n, "email": worker}, result,
+                                                   f"2024-05-02T10:1{n}:00Z", lead_time=42.0))
+    return label_studio_export(path, [label_studio_task(1, task["data"], annotations)])
 
 
 @pytest.mark.parametrize("platform", ["mturk", "label-studio"])

@@ -14,7 +14,7 @@ from selenium.webdriver.common.by import By
 
 from pipeline.cli import main
 from tests.browser.conftest import PHONE, console_errors
-from tests.core.test_report import _record
+from tests.core.conftest import protoqa_record
 from tests.core.test_report_reference import OFFICIAL
 from transforms.core.plots import REFERENCE_COLOUR
 
@@ -32,7 +32,7 @@ def write_references(folder: Path) -> None:
     """The invented published files: ReCoRD official JSON, protoqa-data JSONL."""
     folder.mkdir()
     (folder / "record.json").write_text(json.dumps(OFFICIAL), encoding="utf-8")
-    (folder / "dev.jsonl").write_text("".join(json.dumps(_record(q, c)) + "\n" for q, c in
+    (folder / "dev.jsonl").write_text("".join(json.dumps(protoqa_record(q, c)) + "\n" for q, c in
                                       (("r1", [60, 40]), ("r2", [70, 20, 10]), ("r3", [90, 5, 3, 2]))),
                                       encoding="utf-8")
 

@@ -118,11 +118,11 @@ def test_debug_shows_the_traceback(tmp_path, capsys):
     assert err.strip().splitlines()[-1].startswith("csdata: error: ")
 
 
-def test_closed_stdout_ends_quietly(record_run, monkeypatch, capsys):
+def test_closed_stdout_ends_quietly(record_generate_run, monkeypatch, capsys):
     read_end, write_end = os.pipe()
     os.close(read_end)                       # what `| head -1` does once it has its line
     stream = os.fdopen(write_end, "w")
     monkeypatch.setattr(sys, "stdout", stream)
-    assert main(["record", "export", str(record_run)]) == 141
+    assert main(["record", "export", str(record_generate_run)]) == 141
     stream.close()                           # quiet: stdout now points at /dev/null
     assert capsys.readouterr().err == ""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from tests.cosmos.test_cosmos_crowd import write_paragraphs
+from tests.cosmos.crowd_sets import write_paragraphs
 from tests.record.test_release import P1, TEXT, hand_run
 from transforms.protoqa.sheets import build_record
 

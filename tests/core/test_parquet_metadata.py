@@ -14,7 +14,7 @@ import yaml
 from data_specs import SPEC_DIR, load_schema, load_spec
 from pipeline.cli import main
 from tests.conftest import beam_test_pipeline
-from tests.cosmos.test_cosmos_crowd import import_simulated, simulated, spec  # noqa: F401  (fixtures)
+from tests.cosmos.crowd_sets import import_simulated
 from transforms.core import provenance
 from transforms.core.io import write_rows
 from transforms.core.sinks import WriteTable
@@ -165,10 +165,10 @@ def test_record_hits_import_writes_file_metadata(tmp_path):
     assert meta[b"csdata.input_files_sha256"].decode() == provenance.input_list_sha256(listing)
 
 
-def test_cosmos_hits_import_writes_file_metadata(tmp_path, simulated):  # noqa: F811
-    run, questions, validations = simulated
+def test_cosmos_hits_import_writes_file_metadata(tmp_path, cosmos_simulated):
+    run, questions, validations = cosmos_simulated
     out = tmp_path / "qa"
-    import_simulated(simulated, out)
+    import_simulated(cosmos_simulated, out)
     meta = check_every_shard(out, ["train", "dev", "test", "sets", "paragraphs", "rejects"])
     listing = provenance.input_files([str(run), str(questions), str(validations)])
     assert meta[b"csdata.input_files_sha256"].decode() == provenance.input_list_sha256(listing)

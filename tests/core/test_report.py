@@ -1,8 +1,8 @@
 """`csdata report`: the HTML builder (transforms.core.report, .plots) and, per dataset, that the
 page's Table 1 shows exactly the numbers `csdata stats` prints for the same run.
 
-The runs are small tables written here by hand, so every expected figure below is counted by
-hand from these rows (or is the paper's, from its Table 1).
+The runs are small tables written by hand (the tiny_* fixtures of tests/core/conftest.py), so
+every expected figure below is counted by hand from those rows (or is the paper's, from its Table 1).
 """
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from tests.cosmos.test_cosmos_crowd import import_simulated, simulated, spec  # noqa: F401  (fixtures)
+from tests.cosmos.crowd_sets import import_simulated
 from transforms.core.accounting import stage_entry
-from transforms.core.io import write_rows
 from transforms.core.plots import Line, Shade, bars_svg, histogram_svg
 from transforms.core.report import (
     FunnelStage,
@@ -169,46 +168,6 @@ def test_truncate():
 # ---------------------------------------------------------------- ReCoRD
 
 
-def _entity(start, text, label, chain):
-    return {"start": start, "end": start + len(text) - 1, "text": text, "label": label, "chain": chain}
-
-
-def _summary(folder: Path, stages: dict, **extra) -> None:
-    (folder / "summary.json").write_text(json.dumps({"stages": stages, **extra}), encoding="utf-8")
-
-
-@pytest.fixture
-def record_run(tmp_path) -> Path:
-    """Two passages with queries and one without (it must not count)."""
-    run = tmp_path / "record"
-    passages = [
-        {"passage_id": "p1", "text": "Anna met Bob in Paris.\n@highlight\nBob left",
-         "entities": [_entity(0, "Anna", "PERSON", 0), _entity(9, "Bob", "PERSON", 1),
-                      _entity(16, "Paris", "GPE", 2)]},
-        {"passage_id": "p2", "text": "Carl saw Dana at the lake.\n@highlight\nDana swam",
-         "entities": [_entity(0, "Carl", "PERSON", 0), _entity(9, "Dana", "PERSON", 1)]},
-        {"passage_id": "p3", "text": "Eve ran.", "entities": [_entity(0, "Eve", "PERSON", 0)]},
-    ]
-    queries = [
-        {"query_id": "p1-a-0", "passage_id": "p1", "query": "@placeholder met Bob .", "label": "PERSON",
-         "answers": [{"start": 0, "end": 3, "text": "Anna"}]},
-        {"query_id": "p1-b-16", "passage_id": "p1", "query": "Anna met Bob in @placeholder", "label": "GPE",
-         "answers": [{"start": 16, "end": 20, "text": "Paris"}]},
-        {"query_id": "p2-c-0", "passage_id": "p2", "query": "@placeholder swam in the lake", "label": "PERSON",
-         "answers": [{"start": 9, "end": 12, "text": "Dana"}]},
-    ]
-    rejects = ([{"stage": "dedup_exact", "reason": "duplicate_id", "record_id": f"dup{i}",
-                 "detail": "SECRET-DETAIL"} for i in (2, 1)]
-               + [{"stage": "sentence_filter", "reason": "too_short", "record_id": f"p1#s{i}", "detail": "3 tokens"}
-                  for i in range(4)])
-    write_rows(passages, "record", "passages", run / "passages")
-    write_rows(queries, "record", "queries", run / "queries")
-    write_rows(rejects, "record", "rejects", run / "rejects")
-    _summary(run, {"read": stage_entry(5, 5, {}), "dedup_exact": stage_entry(5, 3, {"duplicate_id": 2}),
-                   "sentence_filter": stage_entry(7, 3, {"too_short": 4})})
-    return run
-
-
 def _report(run: Path, out: Path, *flags: str) -> Page:
     assert main(["report", str(run), "--output", str(out), *flags]) == 0
     return Page((out / "index.html").read_text(encoding="utf-8"))
@@ -220,10 +179,10 @@ def _stats(run: Path, capsys) -> str:
     return capsys.readouterr().out
 
 
-def test_record_table1_equals_csdata_stats_and_hand_counts(record_run, tmp_path, capsys):
-    printed = _stats(record_run, capsys)
+def test_record_table1_equals_csdata_stats_and_hand_counts(tiny_record_run, tmp_path, capsys):
+    printed = _stats(tiny_record_run, capsys)
     stats_rows = [re.split(r"\s{2,}", line.strip()) for line in printed.split("-\n", 1)[1].strip().splitlines()]
-    page = _report(record_run, tmp_path / "rep")
+    page = _report(tiny_record_run, tmp_path / "rep")
     table = page.tables["ReCoRD statistics beside the paper's Table 1 (training split)"]
     assert table[0] == ["statistic", "this run", "paper"]
     assert table[1:] == stats_rows
@@ -236,13 +195,13 @@ def test_record_table1_equals_csdata_stats_and_hand_counts(record_run, tmp_path,
                          ["tokens/query", "4.7", "21.3"]]
 
 
-def test_record_lengths_labels_and_funnel(record_run, tmp_path):
+def test_record_lengths_labels_and_funnel(tiny_record_run, tmp_path):
     from transforms.record.report import entity_labels, lengths
 
-    assert lengths(record_run) == {"passage_tokens": [7, 8], "passage_entities": [3, 2], "query_tokens": [4, 5, 5]}
-    assert entity_labels(record_run) == {"passage mentions": [("PERSON", 4), ("GPE", 1)],
+    assert lengths(tiny_record_run) == {"passage_tokens": [7, 8], "passage_entities": [3, 2], "query_tokens": [4, 5, 5]}
+    assert entity_labels(tiny_record_run) == {"passage mentions": [("PERSON", 4), ("GPE", 1)],
                                          "query placeholders": [("PERSON", 2), ("GPE", 1)]}
-    page = _report(record_run, tmp_path / "rep")
+    page = _report(tiny_record_run, tmp_path / "rep")
     assert page.tables["Entity labels: passage mentions"][1:] == [["PERSON", "4"], ["GPE", "1"]]
     funnel_rows = page.tables["Per-stage accounting"]
     assert [r[:5] for r in funnel_rows[1:]] == [["read", "articles", "5", "5", "0"],
@@ -256,28 +215,28 @@ def test_record_lengths_labels_and_funnel(record_run, tmp_path):
     assert all(s["paths"] for s in page.svgs)
 
 
-def test_sample_rows(record_run, tmp_path):
-    page = _report(record_run, tmp_path / "five")
+def test_sample_rows(tiny_record_run, tmp_path):
+    page = _report(tiny_record_run, tmp_path / "five")
     assert page.tables["The first 3 of 3 queries by id"][1] == ["p1-a-0", "@placeholder met Bob .", "Anna", "PERSON"]
-    one = _report(record_run, tmp_path / "one", "--sample-rows", "1")
+    one = _report(tiny_record_run, tmp_path / "one", "--sample-rows", "1")
     assert len(one.tables["The first 1 of 3 queries by id"]) == 2
 
 
-def test_sample_rows_zero_shows_no_text_of_the_inputs(record_run, tmp_path):
-    _report(record_run, tmp_path / "none", "--sample-rows", "0")
+def test_sample_rows_zero_shows_no_text_of_the_inputs(tiny_record_run, tmp_path):
+    _report(tiny_record_run, tmp_path / "none", "--sample-rows", "0")
     text = (tmp_path / "none" / "index.html").read_text(encoding="utf-8")
     for needle in ("met Bob", "Paris.", "swam in", "SECRET-DETAIL", "3 tokens"):
         assert needle not in text
     assert "dup1" in text and "duplicate_id: 2" in text     # ids and counts stay
 
 
-def test_report_errors(record_run, tmp_path, capsys):
+def test_report_errors(tiny_record_run, tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing"), "--output", str(tmp_path / "r")]) == 2
     with pytest.raises(SystemExit) as usage:
-        main(["report", str(record_run), "--output", str(tmp_path / "r"), "--sample-rows", "-1"])
+        main(["report", str(tiny_record_run), "--output", str(tmp_path / "r"), "--sample-rows", "-1"])
     assert usage.value.code == 2
     (tmp_path / "file").write_text("x")
-    assert main(["report", str(record_run), "--output", str(tmp_path / "file")]) == 2
+    assert main(["report", str(tiny_record_run), "--output", str(tmp_path / "file")]) == 2
     assert "is a file" in capsys.readouterr().err
 
 
@@ -291,24 +250,9 @@ def _cosmos_rows(capsys, run: Path) -> list[list[str]]:
     return [[line[:34].strip(), line[34:50].strip(), line[52:].strip()] for line in body]
 
 
-@pytest.fixture
-def cosmos_run(tmp_path) -> Path:
-    run = tmp_path / "cosmos"
-    words = lambda n, w: " ".join([w] * n)  # noqa: E731
-    rows = [{"blog_id": "b1", "story_id": "b1/1", "paragraph_id": "b1/1#p000", "text": words(30, "sun"),
-             "n_words": 30, "flags": []},
-            {"blog_id": "b2", "story_id": "b2/1", "paragraph_id": "b2/1#p002", "text": words(44, "rain") + " .",
-             "n_words": 45, "flags": []}]
-    write_rows(rows, "cosmos", "paragraphs", run / "paragraphs")
-    write_rows([{"stage": "read", "reason": "no_posts", "record_id": "f.xml", "detail": ""}], "cosmos", "rejects",
-               run / "rejects")
-    _summary(run, {"read": stage_entry(3, 2, {"no_posts": 1})})
-    return run
-
-
-def test_cosmos_paragraphs_table1_equals_csdata_stats(cosmos_run, tmp_path, capsys):
-    stats_rows = _cosmos_rows(capsys, cosmos_run)
-    page = _report(cosmos_run, tmp_path / "rep")
+def test_cosmos_paragraphs_table1_equals_csdata_stats(tiny_cosmos_run, tmp_path, capsys):
+    stats_rows = _cosmos_rows(capsys, tiny_cosmos_run)
+    page = _report(tiny_cosmos_run, tmp_path / "rep")
     table = page.tables["Cosmos QA statistics beside the paper's Table 1"]
     assert table[1:] == stats_rows
     # by hand: 30 and 45 whitespace words (44 words + "."), the same tokens; paper: Table 1 and §2.1
@@ -319,13 +263,13 @@ def test_cosmos_paragraphs_table1_equals_csdata_stats(cosmos_run, tmp_path, caps
     assert page.tables["The first 2 of 2 paragraphs by id"][1][:3] == ["b1/1#p000", "b1", "30"]
 
 
-def test_cosmos_words_chart_shades_the_paper_range(cosmos_run):
+def test_cosmos_words_chart_shades_the_paper_range(tiny_cosmos_run):
     from transforms.cosmos.report import cosmos_report
     from transforms.cosmos.stats import histogram
 
     # stats' bins: 30-39, ..., 130-139, 140-150; every bin lies in the paper's range
     assert len(histogram([])) == 12
-    page = render_html(cosmos_report(cosmos_run, _cosmos_spec().paper_table1, _cosmos_spec().nota))
+    page = render_html(cosmos_report(tiny_cosmos_run, _cosmos_spec().paper_table1, _cosmos_spec().nota))
     assert "paper: 30-150 words" in page
 
 
@@ -336,8 +280,8 @@ def _cosmos_spec():
     return load_dataset_spec(CosmosSpec, "cosmos")
 
 
-def test_cosmos_qa_run_table1_equals_csdata_stats(tmp_path, simulated, capsys):  # noqa: F811
-    qa = import_simulated(simulated, tmp_path / "qa")
+def test_cosmos_qa_run_table1_equals_csdata_stats(tmp_path, cosmos_simulated, capsys):
+    qa = import_simulated(cosmos_simulated, tmp_path / "qa")
     stats_rows = _cosmos_rows(capsys, qa)
     page = _report(qa, tmp_path / "rep")
     table = page.tables["Cosmos QA statistics beside the paper's Table 1"]
@@ -350,33 +294,14 @@ def test_cosmos_qa_run_table1_equals_csdata_stats(tmp_path, simulated, capsys): 
 # ---------------------------------------------------------------- ProtoQA
 
 
-def _record(qid: str, counts: list[int]) -> dict:
-    clusters = {f"{qid}.{i}": {"count": n, "answers": [f"answer {qid} {i}"]} for i, n in enumerate(counts)}
-    return {"metadata": {"id": qid, "source": "invented"},
-            "question": {"original": f"Name thing {qid}.", "normalized": f"name thing {qid}."},
-            "answers": {"raw": {f"answer {qid} {i}": n for i, n in enumerate(counts)}, "clusters": clusters},
-            "num": {"answers": sum(counts), "clusters": len(counts)}}
 
-
-@pytest.fixture
-def protoqa_release(tmp_path) -> Path:
-    run = tmp_path / "release"
-    run.mkdir()
-    (run / "run.json").write_text(json.dumps({"dataset": "protoqa", "command": "release"}), encoding="utf-8")
-    records = [_record("q1", [50, 30, 20]), _record("q2", [40, 30, 10, 5, 5, 4, 3, 2, 1])]
-    (run / "dev.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    _summary(run, {"coverage": stage_entry(3, 2, {"low_coverage": 1})},
-             rejects=[{"stage": "coverage", "reason": "low_coverage", "record_id": "q0", "detail": "80.0"}])
-    return run
-
-
-def test_protoqa_table1_equals_csdata_stats_and_hand_counts(protoqa_release, tmp_path, capsys):
-    printed = _stats(protoqa_release, capsys).splitlines()
+def test_protoqa_table1_equals_csdata_stats_and_hand_counts(tiny_protoqa_release, tmp_path, capsys):
+    printed = _stats(tiny_protoqa_release, capsys).splitlines()
     stats_rows = []
     for line in printed[1:6]:
         note = line[38:].strip()
         stats_rows.append([line[:28].strip(), line[28:38].strip(), note[1:-1] if note else "-"])
-    page = _report(protoqa_release, tmp_path / "rep")
+    page = _report(tiny_protoqa_release, tmp_path / "rep")
     table = page.tables["ProtoQA statistics beside the paper's figures"]
     assert [row[:3] for row in table[1:]] == stats_rows
     # by hand: 3 and 9 clusters; 12 cluster sizes, median (5 + 10) / 2; top-8 covers 100 and 99 of 100
@@ -392,8 +317,8 @@ def test_protoqa_table1_equals_csdata_stats_and_hand_counts(protoqa_release, tmp
     assert "q0" in page.tables["Per-stage accounting"][1][6]
 
 
-def test_protoqa_summary_rejects_are_read(protoqa_release):
-    assert read_rejects(protoqa_release) == [
+def test_protoqa_summary_rejects_are_read(tiny_protoqa_release):
+    assert read_rejects(tiny_protoqa_release) == [
         {"stage": "coverage", "reason": "low_coverage", "record_id": "q0", "detail": "80.0"}]
 
 
@@ -416,12 +341,12 @@ def test_protoqa_agreement_run(tmp_path, capsys):
 # ---------------------------------------------------------------- start-up
 
 
-def test_report_loads_no_beam_or_models(record_run, protoqa_release, tmp_path):
+def test_report_loads_no_beam_or_models(tiny_record_run, tiny_protoqa_release, tmp_path):
     from tests.core.test_startup import MODELS, loaded_by
 
-    assert loaded_by(tmp_path, "report", "--help") == set()
-    for run in (record_run, protoqa_release):
-        assert not MODELS & loaded_by(tmp_path, "report", str(run), "--output", str(tmp_path / run.name))
+    assert loaded_by("report", "--help") == set()
+    for run in (tiny_record_run, tiny_protoqa_release):
+        assert not MODELS & loaded_by("report", str(run), "--output", str(tmp_path / run.name))
 
 
 def test_paper_overlays_are_drawn_in_the_paper_colour():

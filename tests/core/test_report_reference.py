@@ -14,16 +14,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from tests.core.test_report import (  # noqa: F401  (fixtures)
-    Page,
-    _record,
-    _report,
-    _stats,
-    cosmos_run,
-    protoqa_release,
-    record_run,
-)
-from tests.cosmos.test_cosmos_crowd import import_simulated, simulated, spec  # noqa: F401  (fixtures)
+from tests.core.conftest import protoqa_record
+from tests.core.test_report import _report, _stats
+from tests.cosmos.crowd_sets import import_simulated
 from transforms.core.io import write_rows
 from transforms.core.plots import REFERENCE_COLOUR, SHARE_LABEL, bars_svg, histogram_svg, shares
 
@@ -76,9 +69,9 @@ def official_json(folder: Path) -> Path:
     return path
 
 
-def test_record_reference_column_and_overlays(record_run, tmp_path, capsys):  # noqa: F811
-    plain = _report(record_run, tmp_path / "plain")
-    page = _report(record_run, tmp_path / "ref", "--reference", str(official_json(tmp_path)))
+def test_record_reference_column_and_overlays(tiny_record_run, tmp_path, capsys):
+    plain = _report(tiny_record_run, tmp_path / "plain")
+    page = _report(tiny_record_run, tmp_path / "ref", "--reference", str(official_json(tmp_path)))
     table = page.tables[RECORD_CAPTION]
     assert table[0] == ["statistic", "this run", "published", "paper"]
     assert [row[2] for row in table[1:]] == OFFICIAL_COLUMN
@@ -92,14 +85,14 @@ def test_record_reference_column_and_overlays(record_run, tmp_path, capsys):  # 
     assert "Beside the published file" in text
 
 
-def test_record_reference_as_jsonl_gives_the_same_column(record_run, tmp_path):  # noqa: F811
+def test_record_reference_as_jsonl_gives_the_same_column(tiny_record_run, tmp_path):
     lines = []
     for index, entry in enumerate(OFFICIAL["data"]):      # the SuperGLUE shape: idx, no ids
         qas = [{"query": q["query"], "answers": q["answers"], "idx": k} for k, q in enumerate(entry["qas"])]
         lines.append(json.dumps({"source": entry["source"], "passage": entry["passage"], "qas": qas, "idx": index}))
     path = tmp_path / "train.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    page = _report(record_run, tmp_path / "ref", "--reference", str(path))
+    page = _report(tiny_record_run, tmp_path / "ref", "--reference", str(path))
     assert [row[2] for row in page.tables[RECORD_CAPTION][1:]] == OFFICIAL_COLUMN
 
 
@@ -112,22 +105,22 @@ def _refused(args: list[str], capsys) -> str:
 
 
 def test_unreadable_or_wrong_dataset_reference_is_one_line_exit_2(
-        record_run, protoqa_release, cosmos_run, tmp_path, capsys):  # noqa: F811
+        tiny_record_run, tiny_protoqa_release, tiny_cosmos_run, tmp_path, capsys):
     out = str(tmp_path / "r")
-    missing = _refused(["report", str(record_run), "--output", out, "--reference", str(tmp_path / "no.json")], capsys)
+    missing = _refused(["report", str(tiny_record_run), "--output", out, "--reference", str(tmp_path / "no.json")], capsys)
     assert "cannot read it" in missing
     (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00garbage\x81")
-    assert "cannot read it" in _refused(["report", str(record_run), "--output", out, "--reference",
+    assert "cannot read it" in _refused(["report", str(tiny_record_run), "--output", out, "--reference",
                                          str(tmp_path / "binary.json")], capsys)
     cosmos_csv = tmp_path / "valid.csv"
     cosmos_csv.write_text(COSMOS_CSV, encoding="utf-8")
     assert "not a published ReCoRD file" in _refused(
-        ["report", str(record_run), "--output", out, "--reference", str(cosmos_csv)], capsys)
+        ["report", str(tiny_record_run), "--output", out, "--reference", str(cosmos_csv)], capsys)
     official = official_json(tmp_path)
     assert "not a published ProtoQA file" in _refused(
-        ["report", str(protoqa_release), "--output", out, "--reference", str(official)], capsys)
+        ["report", str(tiny_protoqa_release), "--output", out, "--reference", str(official)], capsys)
     assert "not a published Cosmos QA file" in _refused(
-        ["report", str(cosmos_run), "--output", out, "--reference", str(official)], capsys)
+        ["report", str(tiny_cosmos_run), "--output", out, "--reference", str(official)], capsys)
     assert not (tmp_path / "r" / "index.html").exists()
 
 
@@ -141,10 +134,10 @@ COSMOS_CSV = (
     "They sang .,They ate .,0\n")
 
 
-def test_cosmos_reference_beside_a_paragraphs_run(cosmos_run, tmp_path):  # noqa: F811
+def test_cosmos_reference_beside_a_paragraphs_run(tiny_cosmos_run, tmp_path):
     path = tmp_path / "valid.csv"
     path.write_text(COSMOS_CSV, encoding="utf-8")
-    page = _report(cosmos_run, tmp_path / "ref", "--reference", str(path))
+    page = _report(tiny_cosmos_run, tmp_path / "ref", "--reference", str(path))
     table = page.tables[COSMOS_CAPTION]
     assert table[0] == ["statistic", "this run", "published", "paper"]
     # by hand: one distinct context of 9 whitespace words (the marks are spaced), 9 tokens; the
@@ -156,8 +149,8 @@ def test_cosmos_reference_beside_a_paragraphs_run(cosmos_run, tmp_path):  # noqa
         assert chart and REFERENCE_COLOUR in chart.group(0), slug
 
 
-def test_cosmos_reference_beside_a_qa_run(tmp_path, simulated, capsys):  # noqa: F811
-    qa = import_simulated(simulated, tmp_path / "qa")
+def test_cosmos_reference_beside_a_qa_run(tmp_path, cosmos_simulated, capsys):
+    qa = import_simulated(cosmos_simulated, tmp_path / "qa")
     path = tmp_path / "valid.jsonl"                       # the JSONL form of the same two rows
     header, *lines = COSMOS_CSV.strip().split("\n")
     keys = header.split(",")
@@ -176,11 +169,11 @@ def test_cosmos_reference_beside_a_qa_run(tmp_path, simulated, capsys):  # noqa:
 
 # ---------------------------------------------------------------- ProtoQA
 
-def test_protoqa_reference_columns_and_overlays(protoqa_release, tmp_path):  # noqa: F811
+def test_protoqa_reference_columns_and_overlays(tiny_protoqa_release, tmp_path):
     path = tmp_path / "dev.crowdsourced.jsonl"
-    path.write_text("".join(json.dumps(_record(q, c)) + "\n" for q, c in
+    path.write_text("".join(json.dumps(protoqa_record(q, c)) + "\n" for q, c in
                             (("r1", [60, 40]), ("r2", [70, 20, 10]), ("r3", [90, 5, 3, 2]))), encoding="utf-8")
-    page = _report(protoqa_release, tmp_path / "ref", "--reference", str(path))
+    page = _report(tiny_protoqa_release, tmp_path / "ref", "--reference", str(path))
     table = page.tables[PROTOQA_CAPTION]
     assert table[0] == ["statistic", "this run", "detail", "published", "published detail", "paper"]
     # by hand: 2, 3 and 4 clusters; sizes 2 3 5 10 20 40 60 70 90 (300 / 9, median 20); every
@@ -199,21 +192,21 @@ def test_protoqa_reference_columns_and_overlays(protoqa_release, tmp_path):  # n
 # ---------------------------------------------------------------- a `record hits import` run
 
 @pytest.fixture
-def validated_run(record_run) -> Path:  # noqa: F811
-    """record_run's passages with its queries validated: p1's two in train, p2's one in dev,
+def validated_run(tiny_record_run) -> Path:
+    """tiny_record_run's passages with its queries validated: p1's two in train, p2's one in dev,
     none in test (the layout `record hits import` writes: no queries/ table)."""
     import shutil
 
     from transforms.core.io import read_table
 
-    queries = read_table(record_run, "queries").to_pylist()
-    shutil.rmtree(record_run / "queries")
+    queries = read_table(tiny_record_run, "queries").to_pylist()
+    shutil.rmtree(tiny_record_run / "queries")
     extra = {"fold": 0, "reader": "lexical", "reader_answer": "", "reader_correct": False,
              "correct_answers": 2, "judgements": 3}
     for split, pids in (("train", {"p1"}), ("dev", {"p2"}), ("test", set())):
         write_rows([{**q, **extra, "split": split} for q in queries if q["passage_id"] in pids],
-                   "record", "validated_queries", record_run / split)
-    return record_run
+                   "record", "validated_queries", tiny_record_run / split)
+    return tiny_record_run
 
 
 def test_record_stats_and_report_of_a_hits_import_run(validated_run, tmp_path, capsys):

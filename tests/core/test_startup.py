@@ -8,14 +8,13 @@ load no Beam, no models, no spec models (pydantic) and no scipy. `protoqa score`
 """
 from __future__ import annotations
 
+import ast
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import Probe, probe_modules
 from transforms.core.io import write_json, write_rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,30 +22,24 @@ PROTOQA_SAMPLES = ROOT / "tests" / "data" / "protoqa"
 MODELS = frozenset({"apache_beam", "torch", "transformers", "spacy"})
 WATCHED = sorted(MODELS | {"scipy", "nltk", "pydantic", "pyarrow", "sklearn", "datasketch"})
 
-CHILD = f"""
-import json, os, sys
-from pipeline.cli import main
-try:
-    code = main(sys.argv[1:])
-except SystemExit as stop:
-    code = stop.code
-loaded = sorted(m for m in {WATCHED!r} if m in sys.modules)
-with open(os.environ["STARTUP_REPORT"], "w") as handle:
-    json.dump({{"code": code, "loaded": loaded}}, handle)
-"""
+def command(*argv: str, env: dict[str, str] | None = None) -> tuple[int | str | None, Probe]:
+    """`csdata ARGV` through `pipeline.cli.main` in a fresh interpreter: its exit code, and which
+    of the WATCHED modules it imported."""
+    code = ("from pipeline.cli import main\n"
+            "try:\n"
+            f"    _code = main({list(argv)!r})\n"
+            "except SystemExit as stop:\n"
+            "    _code = stop.code\n"
+            "print('\\nexit', repr(_code))\n")
+    probe = probe_modules(code, WATCHED, env=env)
+    return ast.literal_eval(probe.stdout.splitlines()[-1].removeprefix("exit ")), probe
 
 
-def loaded_by(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> set[str]:
+def loaded_by(*argv: str, env: dict[str, str] | None = None) -> set[str]:
     """The watched modules `csdata ARGV` imported in a fresh interpreter (the command must succeed)."""
-    report = tmp_path / "startup-report.json"
-    report.unlink(missing_ok=True)
-    environ = dict(os.environ, STARTUP_REPORT=str(report), **(env or {}))
-    done = subprocess.run([sys.executable, "-c", CHILD, *argv], cwd=ROOT, env=environ,
-                          capture_output=True, text=True)
-    assert report.exists(), done.stderr
-    result = json.loads(report.read_text())
-    assert result["code"] in (0, None), done.stderr
-    return set(result["loaded"])
+    code, probe = command(*argv, env=env)
+    assert code in (0, None), probe.stderr
+    return set(probe.loaded)
 
 
 @pytest.mark.parametrize("argv", [
@@ -54,8 +47,8 @@ def loaded_by(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> 
     ["record", "generate", "--help"], ["protoqa", "score", "--help"], ["stats", "--help"],
     ["--version"],
 ])
-def test_help_loads_nothing_heavy(tmp_path, argv):
-    assert loaded_by(tmp_path, *argv) == set()
+def test_help_loads_nothing_heavy(argv):
+    assert loaded_by(*argv) == set()
 
 
 # ------------------------------------------------------------------------------ protoqa score
@@ -75,7 +68,7 @@ def score_files(tmp_path: Path) -> list[str]:
 
 
 def test_exact_score_loads_the_solver_only(tmp_path):
-    loaded = loaded_by(tmp_path, *score_files(tmp_path), "--json")
+    loaded = loaded_by(*score_files(tmp_path), "--json")
     assert loaded == {"scipy"}
 
 
@@ -83,10 +76,10 @@ def test_exact_score_loads_the_solver_only(tmp_path):
 def test_wordnet_score_never_loads_nltk(tmp_path):
     argv = [*score_files(tmp_path), "--similarity", "wordnet", "--json"]
     cache = {"CSDATA_CACHE_DIR": str(tmp_path / "cache")}
-    cold = loaded_by(tmp_path, *argv, env=cache)
+    cold = loaded_by(*argv, env=cache)
     assert cold == {"scipy"}                                               # built from the index files
     assert list((tmp_path / "cache").glob("wordnet-index-*.pickle"))
-    assert loaded_by(tmp_path, *argv, env=cache) == {"scipy"}              # warm: the cached index
+    assert loaded_by(*argv, env=cache) == {"scipy"}                        # warm: the cached index
 
 
 # ------------------------------------------------------------------ finished runs: export, stats
@@ -99,7 +92,7 @@ def mention(text: str, name: str, label: str, chain: int) -> dict:
     return {"start": start, "end": start + len(name) - 1, "text": name, "label": label, "chain": chain}
 
 
-def record_run(root: Path) -> Path:
+def write_record_run(root: Path) -> Path:
     """A finished ReCoRD run of one passage and one query, written by hand."""
     passage = {"passage_id": "p1", "source": "CNN", "url": "", "split": "train", "encoding": "utf-8",
                "text": TEXT, "body_end": len(BODY), "passage_paragraphs": 1, "rest_paragraphs": 1,
@@ -120,37 +113,33 @@ def record_run(root: Path) -> Path:
 
 
 def test_record_export_and_stats_load_no_beam_or_models(tmp_path):
-    run = record_run(tmp_path / "record")
+    run = write_record_run(tmp_path / "record")
     exported = tmp_path / "record.json"
-    assert not MODELS & loaded_by(tmp_path, "record", "export", str(run), "--output", str(exported))
+    assert not MODELS & loaded_by("record", "export", str(run), "--output", str(exported))
     assert json.loads(exported.read_text())["data"][0]["qas"][0]["id"] == "p1-q1"
-    assert not (MODELS | {"scipy"}) & loaded_by(tmp_path, "stats", str(run))
+    assert not (MODELS | {"scipy"}) & loaded_by("stats", str(run))
 
 
 def test_describe_loads_pyarrow_only_and_release_no_beam_or_models(tmp_path):
-    run = record_run(tmp_path / "record")
-    assert loaded_by(tmp_path, "describe", str(run / "queries")) == {"pyarrow"}
+    run = write_record_run(tmp_path / "record")
+    assert loaded_by("describe", str(run / "queries")) == {"pyarrow"}
     released = tmp_path / "released"
-    assert not MODELS & loaded_by(tmp_path, "record", "release", str(run), "--output", str(released))
+    assert not MODELS & loaded_by("record", "release", str(run), "--output", str(released))
     assert (released / "README.md").is_file() and (released / "queries").is_dir()
 
 
 def test_protoqa_release_and_its_stats_load_no_beam_or_models(tmp_path):
     release = tmp_path / "release"
-    loaded = loaded_by(tmp_path, "protoqa", "release", "--input",
-                       str(PROTOQA_SAMPLES / "golden_adjudicated.jsonl"), "--output", str(release))
+    loaded = loaded_by("protoqa", "release", "--input", str(PROTOQA_SAMPLES / "golden_adjudicated.jsonl"),
+                       "--output", str(release))
     assert not (MODELS | {"scipy"}) & loaded
     assert (release / "dev.jsonl").exists()
-    assert not (MODELS | {"scipy"}) & loaded_by(tmp_path, "stats", str(release))
+    assert not (MODELS | {"scipy"}) & loaded_by("stats", str(release))
 
 
 def test_a_missing_file_is_a_user_error_without_the_spec_models(tmp_path):
     """The error path itself must not import data_specs (pydantic) to classify the error."""
-    report = tmp_path / "startup-report.json"
-    environ = dict(os.environ, STARTUP_REPORT=str(report))
-    done = subprocess.run([sys.executable, "-c", CHILD, "protoqa", "score", "--targets",
-                           str(tmp_path / "absent.jsonl"), "--predictions", str(tmp_path / "absent.json")],
-                          cwd=ROOT, env=environ, capture_output=True, text=True)
-    result = json.loads(report.read_text())
-    assert result["code"] == 2 and "csdata: error:" in done.stderr
-    assert "pydantic" not in result["loaded"]
+    code, probe = command("protoqa", "score", "--targets", str(tmp_path / "absent.jsonl"),
+                          "--predictions", str(tmp_path / "absent.json"))
+    assert code == 2 and "csdata: error:" in probe.stderr
+    assert "pydantic" not in probe.loaded

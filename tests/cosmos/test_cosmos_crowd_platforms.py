@@ -12,18 +12,21 @@ import pytest
 
 from pipeline import cosmos
 from pipeline.cli import main
-from tests.cosmos.test_cosmos_crowd import (
-    FakeScorer,
-    cosmos_spec,
-    judgement,
-    question_row,
-    write_csv,
-    write_paragraphs,
+from tests.cosmos.crowd_sets import cosmos_spec, judgement, question_row, write_csv, write_paragraphs
+from tests.cosmos.test_cosmos_crowd import FakeScorer
+from tests.crowd_files import (
+    label_studio_annotation,
+    label_studio_export,
+    label_studio_result,
+    label_studio_task,
+    mturk_header,
+    mturk_results_csv,
+    mturk_row,
 )
 from transforms.core.errors import UserError
 from transforms.core.io import read_table
 from transforms.core.pages import form_field_names
-from transforms.core.platforms import MTURK_RESULT_COLUMNS, template_variables
+from transforms.core.platforms import template_variables
 from transforms.cosmos import crowd
 
 PLATFORMS = Path(__file__).resolve().parents[1] / "data" / "platforms"
@@ -52,19 +55,9 @@ def case(tmp_path):
     return run, questions, validations
 
 
-def header(variables, answers):
-    return [*MTURK_RESULT_COLUMNS, *(f"Input.{v}" for v in variables), *(f"Answer.{a}" for a in answers),
-            "Approve", "Reject"]
-
-
-def write_mturk(path: Path, head: list[str], records: list[dict[str, str]]) -> Path:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=head, quoting=csv.QUOTE_ALL)
-        writer.writeheader()
-        for n, record in enumerate(records):
-            writer.writerow({**dict.fromkeys(head, ""), "HITTypeId": "T", "AssignmentStatus": "Submitted",
-                             "SubmitTime": f"Tue Jun 04 10:{n // 60:02d}:{n % 60:02d} PDT 2024", **record})
-    return path
+def submitted(n: int) -> str:
+    """The n-th SubmitTime, one second apart."""
+    return f"Tue Jun 04 10:{n // 60:02d}:{n % 60:02d} PDT 2024"
 
 
 def batch_rows(path: Path, key: str) -> dict[str, dict[str, str]]:
@@ -75,17 +68,19 @@ def batch_rows(path: Path, key: str) -> dict[str, dict[str, str]]:
 def writing_results(path: Path, questions: list[dict[str, str]], batch: dict[str, dict[str, str]]) -> Path:
     """The written sets as MTurk writing results: one assignment per assignment_id."""
     golden = json.loads((PLATFORMS / "cosmos_writing.fields.json").read_text(encoding="utf-8"))
-    records: dict[str, dict[str, str]] = {}
+    first: dict[str, dict[str, str]] = {}          # assignment id: its first question
+    answers: dict[str, dict[str, str]] = {}
     for q in questions:
         n = q["question_number"]
-        record = records.setdefault(q["assignment_id"], {
-            "HITId": q["hit_id"], "AssignmentId": q["assignment_id"], "WorkerId": q["worker_id"],
-            "Input.paragraph_id": q["paragraph_id"], "Input.paragraph": batch[q["paragraph_id"]]["paragraph"],
-            "Answer.paragraph_id": q["paragraph_id"]})
-        record.update({f"Answer.q{n}_type": q["question_type"], f"Answer.q{n}_question": q["question"],
-                       **{f"Answer.q{n}_correct{k}": q[f"correct_{k}"] for k in (1, 2)},
-                       **{f"Answer.q{n}_incorrect{k}": q[f"incorrect_{k}"] for k in (1, 2, 3)}})
-    return write_mturk(path, header(golden["mturk_variables"], golden["mturk_answers"]), list(records.values()))
+        first.setdefault(q["assignment_id"], q)
+        answers.setdefault(q["assignment_id"], {"paragraph_id": q["paragraph_id"]}).update({
+            f"q{n}_type": q["question_type"], f"q{n}_question": q["question"],
+            **{f"q{n}_correct{k}": q[f"correct_{k}"] for k in (1, 2)},
+            **{f"q{n}_incorrect{k}": q[f"incorrect_{k}"] for k in (1, 2, 3)}})
+    rows = [mturk_row(q["hit_id"], a, q["worker_id"], submitted(m), HITTypeId="T", answers=answers[a],
+                      inputs={v: batch[q["paragraph_id"]][v] for v in golden["mturk_variables"]})
+            for m, (a, q) in enumerate(first.items())]
+    return mturk_results_csv(path, mturk_header(golden["mturk_variables"], golden["mturk_answers"]), rows)
 
 
 def canonical(questions, set_id):
@@ -101,14 +96,13 @@ def chosen_text(questions, row):
 
 def validation_results(path: Path, questions, validations, batch: dict[str, dict[str, str]]) -> Path:
     golden = json.loads((PLATFORMS / "cosmos_validation.fields.json").read_text(encoding="utf-8"))
-    records = []
-    for n, v in enumerate(validations):
-        records.append({"HITId": f"VH-{v['set_id']}", "AssignmentId": f"VA{n}", "WorkerId": v["worker_id"],
-                        **{f"Input.{k}": batch[v["set_id"]][k] for k in golden["mturk_variables"]},
-                        "Answer.set_id": v["set_id"], "Answer.chosen_answer": chosen_text(questions, v),
-                        **{f"Answer.{k}": v[k] for k in ("paragraph_sensible", "question_sensible",
-                                                         "needs_commonsense", "answerable_without_paragraph")}})
-    return write_mturk(path, header(golden["mturk_variables"], golden["mturk_answers"]), records)
+    rows = [mturk_row(f"VH-{v['set_id']}", f"VA{n}", v["worker_id"], submitted(n), HITTypeId="T",
+                      inputs={k: batch[v["set_id"]][k] for k in golden["mturk_variables"]},
+                      answers={"set_id": v["set_id"], "chosen_answer": chosen_text(questions, v),
+                               **{k: v[k] for k in ("paragraph_sensible", "question_sensible",
+                                                    "needs_commonsense", "answerable_without_paragraph")}})
+            for n, v in enumerate(validations)]
+    return mturk_results_csv(path, mturk_header(golden["mturk_variables"], golden["mturk_answers"]), rows)
 
 
 def test_templates_match_the_golden_fields(tmp_path, case):
@@ -178,16 +172,13 @@ def test_mturk_round_trip_gives_the_own_csv_results(tmp_path, case):
 
 def label_studio(path: Path, tasks: list[dict], key: str, annotations: dict[str, list[dict]],
                  task_ids: dict[str, str] | None = None) -> Path:
-    out = [{"id": (task_ids or {}).get(t["data"][key], n), "data": t["data"],
-            "annotations": annotations.get(t["data"][key], []), "project": 2} for n, t in enumerate(tasks)]
-    path.write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
-    return path
+    return label_studio_export(path, [
+        label_studio_task((task_ids or {}).get(t["data"][key], n), t["data"], annotations.get(t["data"][key], []),
+                          project=2) for n, t in enumerate(tasks)])
 
 
 def result(name: str, kind: str, value) -> dict:
-    to = "paragraph" if name.startswith("q") else "question"
-    return {"from_name": name, "to_name": to, "type": kind,
-            "value": {"choices": [value]} if kind == "choices" else {"text": [value]}}
+    return label_studio_result(name, "paragraph" if name.startswith("q") else "question", kind, value)
 
 
 def test_label_studio_round_trip_gives_the_own_csv_results(tmp_path, case):
@@ -200,8 +191,8 @@ def test_label_studio_round_trip_gives_the_own_csv_results(tmp_path, case):
         n = q["question_number"]
         by = annotations.setdefault(q["paragraph_id"], [])
         if not by or by[-1]["id"] != q["assignment_id"]:
-            by.append({"id": q["assignment_id"], "completed_by": {"id": 1, "email": q["worker_id"]}, "result": [],
-                       "was_cancelled": False, "created_at": f"2024-06-04T10:00:0{len(by)}Z", "lead_time": 60})
+            by.append(label_studio_annotation(q["assignment_id"], {"id": 1, "email": q["worker_id"]}, [],
+                                              f"2024-06-04T10:00:0{len(by)}Z", lead_time=60))
         by[-1]["result"] += [result(f"q{n}_type", "choices", q["question_type"]),
                              result(f"q{n}_question", "textarea", q["question"]),
                              *(result(f"q{n}_correct{k}", "textarea", q[f"correct_{k}"]) for k in (1, 2) if q[f"correct_{k}"]),
@@ -213,14 +204,14 @@ def test_label_studio_round_trip_gives_the_own_csv_results(tmp_path, case):
     vtasks = json.loads((tmp_path / "v" / "tasks.json").read_text(encoding="utf-8"))
     judged_by: dict[str, list[dict]] = {}
     for n, v in enumerate(validations):
-        judged_by.setdefault(v["set_id"], []).append({
-            "id": 500 + n, "completed_by": {"id": 2, "email": v["worker_id"]}, "was_cancelled": False,
-            "created_at": f"2024-06-04T11:00:{n:02d}Z", "lead_time": 30,
-            "result": [result("chosen_answer", "choices", chosen_text(questions, v)),
-                       *(result(k, "choices", v[k]) for k in ("paragraph_sensible", "question_sensible",
-                                                                "needs_commonsense", "answerable_without_paragraph"))]})
-    judged_by["A2#q1"].append({"id": 999, "completed_by": 3, "was_cancelled": True, "result": [],
-                               "created_at": "2024-06-04T09:00:00Z"})    # cancelled: skipped
+        judged_by.setdefault(v["set_id"], []).append(label_studio_annotation(
+            500 + n, {"id": 2, "email": v["worker_id"]},
+            [result("chosen_answer", "choices", chosen_text(questions, v)),
+             *(result(k, "choices", v[k]) for k in ("paragraph_sensible", "question_sensible",
+                                                      "needs_commonsense", "answerable_without_paragraph"))],
+            f"2024-06-04T11:00:{n:02d}Z", lead_time=30))
+    judged_by["A2#q1"].append(label_studio_annotation(999, 3, [], "2024-06-04T09:00:00Z",
+                                                      cancelled=True))    # cancelled: skipped
     judged = label_studio(tmp_path / "judged.json", vtasks, "set_id", judged_by)
     platform = cosmos.run_hits_import(spec, run, written, judged, tmp_path / "qa-ls", scorer=FakeScorer())
     own = cosmos.run_hits_import(spec, run, write_csv(tmp_path / "q.csv", questions),

@@ -22,7 +22,8 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "cosmos"
 
 
 @pytest.fixture(scope="module")
-def cosmos_run(tmp_path_factory):
+def cosmos_paragraphs_run(tmp_path_factory) -> Path:
+    """One `csdata cosmos paragraphs` run on the sample blogs and stories, shared by this module."""
     out = tmp_path_factory.mktemp("cosmos")
     code = main(["cosmos", "paragraphs", "--input", str(DATA / "blogs"),
                  "--input", str(DATA / "stories.jsonl"), "--output", str(out)])
@@ -30,8 +31,8 @@ def cosmos_run(tmp_path_factory):
     return out
 
 
-def test_paragraph_run_outputs(cosmos_run):
-    rows = read_table(cosmos_run, "paragraphs").to_pylist()
+def test_paragraph_run_outputs(cosmos_paragraphs_run):
+    rows = read_table(cosmos_paragraphs_run, "paragraphs").to_pylist()
     blogs = [r["blog_id"] for r in rows]
     assert sorted(blogs) == ["1000001", "1000002", "1000003", "1000004", "green-thumbs", "story-interview"]
     for r in rows:
@@ -39,7 +40,7 @@ def test_paragraph_run_outputs(cosmos_run):
         assert r["paragraph_id"].startswith(r["story_id"] + "#p")
     latin = next(r for r in rows if r["blog_id"] == "1000004")
     assert "café" in latin["text"]
-    rejects = read_table(cosmos_run, "rejects").to_pylist()
+    rejects = read_table(cosmos_paragraphs_run, "rejects").to_pylist()
     reasons = {(r["stage"], r["reason"]) for r in rejects}
     # The default sample.mode (before_scoring) never segments 1000003's story with the 150+ word
     # sentence (its other story ranks first), so no `sentence_too_long` here (see test_cosmos_sample).
@@ -48,20 +49,20 @@ def test_paragraph_run_outputs(cosmos_run):
     assert all(r["detail"] or r["stage"] == "sample" for r in rejects)
 
 
-def test_summary_balances_and_stats(cosmos_run, capsys):
-    summary = read_summary(str(cosmos_run / "summary.json"))
+def test_summary_balances_and_stats(cosmos_paragraphs_run, capsys):
+    summary = read_summary(str(cosmos_paragraphs_run / "summary.json"))
     assert all(s["balanced"] for s in summary["stages"].values())
     assert summary["stages"]["sample"]["kept"] == 6
     assert summary["stages"]["read"]["rejected"] == {"malformed_json": 1, "no_posts": 1}
-    assert cosmos.is_run(cosmos_run)
-    text = cosmos.stats(cosmos_run)
+    assert cosmos.is_run(cosmos_paragraphs_run)
+    text = cosmos.stats(cosmos_paragraphs_run)
     assert "70.3/152" in text and "tokens/paragraph" in text and "30-39" in text
 
 
-def test_rerun_is_deterministic(cosmos_run, tmp_path):
+def test_rerun_is_deterministic(cosmos_paragraphs_run, tmp_path):
     spec = load_spec("cosmos")
     cosmos_beam.run_paragraphs(spec, [str(DATA / "blogs"), str(DATA / "stories.jsonl")], str(tmp_path))
-    first = sorted(r["paragraph_id"] for r in read_table(cosmos_run, "paragraphs").to_pylist())
+    first = sorted(r["paragraph_id"] for r in read_table(cosmos_paragraphs_run, "paragraphs").to_pylist())
     second = sorted(r["paragraph_id"] for r in read_table(tmp_path, "paragraphs").to_pylist())
     assert first == second
 

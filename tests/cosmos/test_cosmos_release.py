@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from pipeline.cli import main
 from tests.conftest import hf_datasets
 from tests.core.test_release_hf import check_with_datasets, header_problems
-from tests.cosmos.test_cosmos_crowd import judgement, question_row, write_csv, write_paragraphs
+from tests.cosmos.crowd_sets import judgement, question_row, write_csv, write_paragraphs
 from transforms.core.release import CARD, read_card_header
 
 EXCELLENT = "W-EXCELLENT"

@@ -17,6 +17,7 @@ import pytest
 from data_specs import load_spec
 from pipeline.cli import main
 from pipeline.protoqa import run_hits_export, run_hits_import
+from tests.crowd_files import label_studio_export, mturk_results_csv
 from transforms.core.errors import UserError
 from transforms.core.platforms import template_variables
 from transforms.protoqa.cluster_prep import read_crowd_answers
@@ -155,8 +156,7 @@ def test_a_label_studio_annotation_over_the_limits_is_a_reject(ls_hits, tmp_path
     tasks = json.loads(LS_EXPORT.read_text(encoding="utf-8"))
     first = tasks[0]["annotations"][0]
     first["result"][0]["value"]["text"] = ["x" * 70_000]
-    edited = tmp_path / "export.json"
-    edited.write_text(json.dumps(tasks), encoding="utf-8")
+    edited = label_studio_export(tmp_path / "export.json", tasks)
     rows, rejects, n_in = import_results(str(edited), LIMITS, "auto", str(ls_hits))
     golden = _csv_rows(DATA / "protoqa_answers_label_studio.csv")
     assert [r["answer"] for r in rows] == [row[2] for row in golden[1:] if row[4] != str(first["id"])]
@@ -166,16 +166,14 @@ def test_a_label_studio_annotation_over_the_limits_is_a_reject(ls_hits, tmp_path
 
 
 def _rewrite_mturk(tmp_path: Path, edit) -> Path:
+    """The golden results edited by `edit(header, rows)`, in the golden file's layout; a column
+    left out of the header is left out of the rows."""
     with open(MTURK_RESULTS, encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
         header, rows = list(reader.fieldnames or []), list(reader)
     header, rows = edit(header, rows)
-    target = tmp_path / "edited.csv"
-    with open(target, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=header, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    return target
+    rows = [{c: row[c] for c in header if c in row} for row in rows]
+    return mturk_results_csv(tmp_path / "edited.csv", header, rows, quoting=csv.QUOTE_MINIMAL)
 
 
 def test_task_answers_json_column_is_read_like_answer_columns(tmp_path):
@@ -217,8 +215,7 @@ def test_a_foreign_hit_is_one_clear_error(mturk_hits, ls_hits, tmp_path, capsys)
     assert code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
     tasks = json.loads(LS_EXPORT.read_text(encoding="utf-8"))
     tasks[1]["data"]["question_id"] = "r9q9"
-    foreign = tmp_path / "foreign.json"
-    foreign.write_text(json.dumps(tasks), encoding="utf-8")
+    foreign = label_studio_export(tmp_path / "foreign.json", tasks)
     with pytest.raises(UserError, match="r9q9"):
         import_results(str(foreign), LIMITS, "auto", str(ls_hits))
     with pytest.raises(UserError, match="is a mturk export"):

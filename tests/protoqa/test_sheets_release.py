@@ -12,6 +12,7 @@ import pytest
 
 from data_specs import load_spec
 from pipeline.protoqa import run_adjudicate, run_release, run_sheets_export, run_sheets_import
+from tests.conftest import ROOT
 from transforms.core.io import write_rows
 from transforms.protoqa.cluster_prep import (
     IdentityLemmatizer,
@@ -32,7 +33,7 @@ from transforms.protoqa.sheets import (
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "protoqa"
 GOLDEN = DATA / "golden_adjudicated.jsonl"
-SHARED_DEV = Path("/work/shared/samples/protoqa/dev.crowdsourced.jsonl")
+SHARED_DEV = ROOT.parent / "shared" / "samples" / "protoqa" / "dev.crowdsourced.jsonl"   # ../shared beside the checkout
 SPEC = load_spec("protoqa", ["answers.proposals.embedder.name=none"])
 INVALID = SPEC.sheets.invalid_labels
 
@@ -140,8 +141,22 @@ def test_round_trip_sheets_filled_in_the_test(tmp_path):
             writer.writerows(rows)
     result = run_sheets_import(SPEC, paths, str(tmp_path / "agree"))
     assert result["annotators"] == ["sheet_ann1", "sheet_ann2"]
-    assert result["disagreements"] > 0                     # the rare answers: validity
-    assert 0 < result["macro_blanc"] < 100
+    # By hand, from crowd_answers.csv and the proposals (the groups of more than one answer: c1
+    # sandwiches|sandwich|Sandwhich, blanket|a blanket; c2 traffic|Traffic jam,
+    # overslept|over slept, kids|children). Rare (count < 3): c1 Sandwhich, asdf, ants; c2 dunno,
+    # over slept. Annotator 2 is annotator 1 without them, so precision is 1 on both link kinds.
+    proposed = {q: sorted(sorted(group) for group in groups.values() if len(group) > 1)
+                for q, groups in _groups(prep_rows).items()}
+    assert proposed == {"c1": [["Sandwhich", "sandwich", "sandwiches"], ["a blanket", "blanket"]],
+                        "c2": [["Traffic jam", "traffic"], ["children", "kids"], ["over slept", "overslept"]]}
+    # disputes: the 5 rare answers (validity) + sandwiches, sandwich, overslept (cluster) = 8
+    assert result["disagreements"] == 8
+    # c1: 15 answers, Ck = 3 + 1 = 4, Nk = 105 - 4 = 101; 12 left, Cr = 1 + 1 = 2, Nr = 66 - 2 = 64
+    #     Fc = F(2/4, 1) = 2/3, Fn = F(64/101, 1) = 128/165
+    # c2: 13 answers, Ck = 3, Nk = 78 - 3 = 75; 11 left, Cr = 2, Nr = 55 - 2 = 53
+    #     Fc = F(2/3, 1) = 4/5, Fn = F(53/75, 1) = 53/64
+    c1, c2 = (2 / 3 + 128 / 165) / 2, (4 / 5 + 53 / 64) / 2
+    assert result["macro_blanc"] == pytest.approx(100 * (c1 + c2) / 2)
     disputes = list(csv.DictReader(open(tmp_path / "agree" / "disagreements.csv")))
     rare = {(r["question_id"], r["answer"]) for r in prep_rows if r["count"] < 3}
     # validity: exactly the rare answers; cluster: their former cluster mates
@@ -166,6 +181,14 @@ def test_round_trip_sheets_filled_in_the_test(tmp_path):
                 proposed[r["proposed_label"]] += r["count"]
         assert sorted(c["count"] for c in record["answers"]["clusters"].values()) == sorted(proposed.values())
         assert record["num"]["answers"] == sum(record["answers"]["raw"].values())
+
+
+def _groups(prep_rows: list[dict]) -> dict[str, dict[int, list[str]]]:
+    """question id -> proposed cluster -> its answers."""
+    groups: dict[str, dict[int, list[str]]] = {}
+    for r in prep_rows:
+        groups.setdefault(r["question_id"], {}).setdefault(r["proposed_cluster"], []).append(r["answer"])
+    return groups
 
 
 def test_sample_sheets_agreement_and_golden_export(tmp_path):
@@ -228,7 +251,7 @@ def test_coverage_readings():
                                      "detail": "top-8 coverage 80.00 (all_raw)"}]
 
 
-@pytest.mark.skipif(not SHARED_DEV.exists(), reason="needs /work/shared/samples/protoqa")
+@pytest.mark.skipif(not SHARED_DEV.exists(), reason=f"no ProtoQA sample at {SHARED_DEV} (../shared beside the checkout)")
 def test_export_reproduces_the_shared_dev_file(tmp_path):
     lines = SHARED_DEV.read_text(encoding="utf-8").splitlines()
     for line in lines:

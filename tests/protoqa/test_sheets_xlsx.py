@@ -12,6 +12,7 @@ import pytest
 from data_specs import ProtoqaSpec, load_dataset_spec
 from pipeline.cli import main
 from pipeline.protoqa import run_adjudicate, run_sheets_export, run_sheets_import
+from tests.conftest import ROOT
 from transforms.core.io import write_rows
 from transforms.protoqa.sheets import (
     ANNOTATOR_COLUMNS,
@@ -25,7 +26,8 @@ from transforms.protoqa.sheets import (
 
 SPEC = load_dataset_spec(ProtoqaSpec, "protoqa", ["answers.proposals.embedder.name=none"])
 INVALID = SPEC.sheets.invalid_labels
-STUB = Path("/work/shared/samples/protoqa/annotator_sheet_example/crowdsource_data_stub.xlsx")
+# the official evaluator's stub workbook, in the samples beside the checkout (../shared)
+STUB = ROOT.parent / "shared" / "samples" / "protoqa" / "annotator_sheet_example" / "crowdsource_data_stub.xlsx"
 
 
 def _prep_row(qid, question, answer, count, cluster, label):
@@ -122,7 +124,7 @@ def test_csv_and_xlsx_sheets_mix(workbooks, tmp_path):
     assert result["macro_blanc"] == pytest.approx(100.0)
 
 
-@pytest.mark.skipif(not STUB.exists(), reason="needs /work/shared/samples/protoqa")
+@pytest.mark.skipif(not STUB.exists(), reason=f"no ProtoQA sample at {STUB} (../shared beside the checkout)")
 def test_the_official_stub_workbook_gives_its_clusters():
     questions, columns = read_xlsx(str(STUB))
     assert len(columns) == 5 and columns[2] == "Combined"   # each worksheet has its own annotators

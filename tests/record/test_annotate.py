@@ -22,18 +22,18 @@ def test_trim_span(raw, trimmed):
 
 
 @pytest.fixture(scope="module")
-def annotator():
+def spacy_annotator():
     return SpacyAnnotator(labels=["PERSON", "ORG", "GPE", "NORP", "LOC", "FAC"])
 
 
-def test_annotator_places_entities_and_chains_them(annotator):
+def test_annotator_places_entities_and_chains_them(spacy_annotator):
     article = Article(
         id="a1",
         paragraphs=("Tracy Morgan met officials from Germany in Berlin on Monday.",
                     "Later that day, Morgan told German reporters about the trip."),
         highlights=("Morgan visits Berlin",),
     )
-    [result] = annotator.annotate([make_split(article, 1, 100)])
+    [result] = spacy_annotator.annotate([make_split(article, 1, 100)])
     text = result.split.text
     assert all(text[e.start:e.end] == e.text for e in result.passage_entities)
     by_text = {e.text: e.chain for e in result.passage_entities}
@@ -42,23 +42,25 @@ def test_annotator_places_entities_and_chains_them(annotator):
     [sentence] = result.sentences
     assert sentence.text == "Later that day, Morgan told German reporters about the trip."
     ents = {e.text: e.chain for e in sentence.entities}
-    assert sentence.text[sentence.text.index("Morgan"):][:6] == "Morgan"
+    [morgan] = [e for e in sentence.entities if e.text == "Morgan"]
+    assert (morgan.start, morgan.end) == (16, 22)   # after "Later that day, " (16 characters)
+    assert sentence.text[morgan.start:morgan.end] == "Morgan"
     assert ents["Morgan"] == by_text["Tracy Morgan"]
     assert ents["German"] == by_text["Germany"]  # demonym
 
 
-def test_sentences_of_the_rest_keep_their_characters(annotator):
+def test_sentences_of_the_rest_keep_their_characters(spacy_annotator):
     article = Article(id="a2", paragraphs=("Lead about Paris.",
                                            "Anna Berg went to Oslo.\u00a0Then “Berg” flew to Rome."),
                       highlights=("h",))
-    [result] = annotator.annotate([make_split(article, 1, 100)])
+    [result] = spacy_annotator.annotate([make_split(article, 1, 100)])
     texts = [s.text for s in result.sentences]
     assert "".join(texts).replace(" ", "") == article.paragraphs[1].replace(" ", "").replace("\u00a0", "")
     for s in result.sentences:
         assert all(s.text[e.start:e.end] == e.text for e in s.entities)
 
 
-def test_a_text_longer_than_spacys_limit_is_a_quiet_reject_not_a_crash(annotator, caplog):
+def test_a_text_longer_than_spacys_limit_is_a_quiet_reject_not_a_crash(spacy_annotator, caplog):
     import logging
 
     from transforms.core.accounting import Reject
@@ -66,12 +68,12 @@ def test_a_text_longer_than_spacys_limit_is_a_quiet_reject_not_a_crash(annotator
     caplog.set_level(logging.DEBUG)
     short = Article(id="short", paragraphs=("Anna Berg went to Oslo.", "Berg came back."), highlights=("h",))
     long = Article(id="long", paragraphs=("Anna Berg went to Oslo. " * 4, "Berg came back."), highlights=("h",))
-    limit = annotator.nlp.max_length
-    annotator.nlp.max_length = 60                 # the long body: 4 x 24 = 96 characters
+    limit = spacy_annotator.nlp.max_length
+    spacy_annotator.nlp.max_length = 60           # the long body: 4 x 24 = 96 characters
     try:
-        results = annotator.annotate([make_split(long, 1, 20), make_split(short, 1, 5)])
+        results = spacy_annotator.annotate([make_split(long, 1, 20), make_split(short, 1, 5)])
     finally:
-        annotator.nlp.max_length = limit
+        spacy_annotator.nlp.max_length = limit
     rejected, annotated = results
     assert rejected == Reject("annotate", "text_too_long", "long",
                               "a text of 96 characters, more than spaCy's max_length (60)")
@@ -231,22 +233,15 @@ def test_the_first_texts_run_outside_zones_until_their_words_could_fill_the_cach
 
 
 def test_a_cnn_pipeline_loads_without_importing_torch_and_torch_stays_importable():
-    import subprocess
-    import sys
-    from pathlib import Path
+    from tests.conftest import probe_modules
 
-    script = ("import sys\n"
-              "from transforms.record.annotate.spacy_ner import load_ner_pipeline\n"
-              "nlp = load_ner_pipeline('en_core_web_sm', 'corenlp')\n"
-              "ents = [e.text for e in nlp('Tracy Morgan met officials in Berlin.').ents]\n"
-              "print('torch' in sys.modules, ents)\n"
-              "import torch\n"
-              "print(torch.tensor([1, 2]).sum().item())\n")
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          cwd=root)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.splitlines() == ["False ['Tracy Morgan', 'Berlin']", "3"]
+    load = ("from transforms.record.annotate.spacy_ner import load_ner_pipeline\n"
+            "nlp = load_ner_pipeline('en_core_web_sm', 'corenlp')\n"
+            "print([e.text for e in nlp('Tracy Morgan met officials in Berlin.').ents])\n")
+    probe = probe_modules(load, ["torch"], then="import torch\nprint(torch.tensor([1, 2]).sum().item())\n",
+                          timeout=120)
+    assert probe.loaded == []
+    assert probe.stdout.splitlines() == ["['Tracy Morgan', 'Berlin']", "3"]
 
 
 def _sized(article_id: str, paragraph: int, highlight: int = 0) -> Article:

@@ -74,14 +74,14 @@ def test_annotate_writes_one_row_per_article_and_balances(annotations):
     assert (annotations / "csdata-run.json").is_file()
 
 
-def test_generate_from_annotations_equals_the_cold_run(annotations, record_run, tmp_path, capsys):
+def test_generate_from_annotations_equals_the_cold_run(annotations, record_generate_run, tmp_path, capsys):
     warm = tmp_path / "warm"
     assert generate(warm, "--annotations", str(annotations)) == 0
-    same_rows(warm, record_run)
+    same_rows(warm, record_generate_run)
     entry = summary(warm)["annotations"]
     assert (entry["articles"], entry["reused"], entry["annotated"]) == (ANNOTATED, ANNOTATED, 0)
     assert f"reused {ANNOTATED} of {ANNOTATED} annotations" in capsys.readouterr().out
-    assert summary(warm)["stages"] == summary(record_run)["stages"]
+    assert summary(warm)["stages"] == summary(record_generate_run)["stages"]
 
 
 def test_a_split_variant_reuses_every_annotation(annotations, tmp_path):
@@ -131,11 +131,12 @@ def test_a_changed_model_setting_reuses_none(annotations, tmp_path, capsys):
     assert f"reused 0 of {ANNOTATED} annotations" in capsys.readouterr().out
 
 
-def test_stored_annotations_are_refused_where_they_cannot_serve(annotations, record_run, tmp_path, capsys):
+def test_stored_annotations_are_refused_where_they_cannot_serve(annotations, record_generate_run, tmp_path,
+                                                                capsys):
     out = tmp_path / "out"
     assert generate(out, "--annotator", "deepmind-metadata", "--annotations", str(annotations)) == 2
     assert "stored annotations work with the spacy annotator only" in capsys.readouterr().err
-    assert generate(out, "--annotations", str(record_run)) == 2     # a generate run, not annotations
+    assert generate(out, "--annotations", str(record_generate_run)) == 2     # a generate run, not annotations
     assert "is not the output of a finished `csdata record annotate` run" in capsys.readouterr().err
     assert cli("record", "annotate", "--input", INPUTS[0], "--output", out,
                "--set", "annotator.name=stanza") == 2

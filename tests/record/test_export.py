@@ -16,8 +16,9 @@ from transforms.core.io import read_table
 from transforms.record.export import EXPORTERS, export_record_json, export_superglue_jsonl
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-# UPDATE_GOLDEN=1 pytest tests/test_export.py rewrites the golden files (then read them by eye).
-UPDATE = bool(os.environ.get("UPDATE_GOLDEN"))
+# UPDATE_GOLDEN=1 pytest tests/record/test_export.py rewrites the golden files and fails ("golden
+# updated"), so that a rewrite never passes as a comparison; read them by eye, then run it again.
+UPDATE = os.environ.get("UPDATE_GOLDEN", "0") not in ("", "0")
 
 SEP = "\n@highlight\n"
 # Passage "aaa111" has an NBSP before "Reed"; "bbb222" has curly quotes around the shop's name.
@@ -106,7 +107,7 @@ def write_run(root: Path, passages: list[dict[str, Any]], queries: list[dict[str
 
 
 @pytest.fixture
-def run_dir(tmp_path: Path) -> Path:
+def golden_run(tmp_path: Path) -> Path:
     return write_run(tmp_path / "run", PASSAGES, QUERIES)
 
 
@@ -120,15 +121,17 @@ def export(name: str, output_dir: Path) -> bytes:
     ("record-json", "record_export.json"),
     ("superglue-jsonl", "superglue_export.jsonl"),
 ])
-def test_export_matches_golden(run_dir: Path, name: str, golden: str) -> None:
-    data = export(name, run_dir)
+def test_export_matches_golden(golden_run: Path, name: str, golden: str) -> None:
+    data = export(name, golden_run)
     if UPDATE:
         (GOLDEN / golden).write_bytes(data)
+        pytest.fail(f"golden updated: {GOLDEN / golden} (read it by eye, then run without UPDATE_GOLDEN)",
+                    pytrace=False)
     assert data == (GOLDEN / golden).read_bytes()
 
 
-def test_record_json_is_valid_and_spans_match(run_dir: Path) -> None:
-    raw = export("record-json", run_dir).decode("utf-8")
+def test_record_json_is_valid_and_spans_match(golden_run: Path) -> None:
+    raw = export("record-json", golden_run).decode("utf-8")
     doc = json.loads(raw)
     assert doc["version"] == "1.0"
     assert raw == json.dumps(doc, indent=4)  # the official file's layout
@@ -144,8 +147,8 @@ def test_record_json_is_valid_and_spans_match(run_dir: Path) -> None:
                 assert text[ans["start"] : ans["end"] + 1] == ans["text"]
 
 
-def test_superglue_idx_numbering(run_dir: Path) -> None:
-    lines = [json.loads(line) for line in export("superglue-jsonl", run_dir).decode().splitlines()]
+def test_superglue_idx_numbering(golden_run: Path) -> None:
+    lines = [json.loads(line) for line in export("superglue-jsonl", golden_run).decode().splitlines()]
     assert [line["idx"] for line in lines] == [0, 1]
     assert [qa["idx"] for line in lines for qa in line["qas"]] == [0, 1, 2]
     assert list(lines[0]) == ["source", "passage", "qas", "idx"]
@@ -162,8 +165,8 @@ def test_empty_record_json_matches_json_dumps(tmp_path: Path) -> None:
     assert buffer.getvalue() == ""
 
 
-def test_read_table_concatenates_sorted_shards(run_dir: Path) -> None:
-    assert read_table(run_dir, "passages").column("passage_id").to_pylist() == ["aaa111", "bbb222", "ccc333"]
+def test_read_table_concatenates_sorted_shards(golden_run: Path) -> None:
+    assert read_table(golden_run, "passages").column("passage_id").to_pylist() == ["aaa111", "bbb222", "ccc333"]
 
 
 def test_read_table_without_shards(tmp_path: Path) -> None:

@@ -122,7 +122,7 @@ def write_filtered_run(run: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
+def filtered_run(tmp_path_factory) -> Path:
     return write_filtered_run(tmp_path_factory.mktemp("filtered"))
 
 
@@ -137,9 +137,9 @@ def import_with(run_dir: Path, results: Path, out: Path, record_spec: RecordSpec
 # --------------------------------------------------------------------------- export
 
 @pytest.fixture(scope="module")
-def hits(run_dir: Path, tmp_path_factory) -> list[dict[str, str]]:
+def hits(filtered_run: Path, tmp_path_factory) -> list[dict[str, str]]:
     out = tmp_path_factory.mktemp("hits") / "hits.csv"
-    assert export_hits(run_dir, out, spec().hits) == 36
+    assert export_hits(filtered_run, out, spec().hits) == 36
     with out.open(encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
         assert tuple(reader.fieldnames) == HIT_COLUMNS
@@ -242,10 +242,10 @@ def simulation() -> Simulation:
 
 
 @pytest.fixture(scope="module")
-def imported(run_dir: Path, simulation: Simulation, tmp_path_factory):
+def imported(filtered_run: Path, simulation: Simulation, tmp_path_factory):
     base = tmp_path_factory.mktemp("imported")
     results = write_results(base / "results.csv", simulation.rows)
-    summary = import_with(run_dir, results, base / "out", spec())
+    summary = import_with(filtered_run, results, base / "out", spec())
     return summary, base / "out"
 
 
@@ -343,19 +343,19 @@ def test_dev_test_scaled_sizes_disjoint_by_passage(imported):
     assert summary["splits"]["test"]["passages"] == len({r["passage_id"] for r in test})
 
 
-def test_unscaled_sizes_take_the_whole_pool(run_dir, simulation, tmp_path):
+def test_unscaled_sizes_take_the_whole_pool(filtered_run, simulation, tmp_path):
     results = write_results(tmp_path / "results.csv", simulation.rows)
-    summary = import_with(run_dir, results, tmp_path / "out", spec("splits.reference_total=10"))
+    summary = import_with(filtered_run, results, tmp_path / "out", spec("splits.reference_total=10"))
     assert summary["targets"]["dev_target"] == 10000
     dev, test = check_dev_test(tmp_path / "out", load_spec("record").seed)
     assert "not_train_origin_and_not_selected" not in summary["stages"]["human_filter"]["rejected"]
     assert len(dev) + len(test) == summary["targets"]["eval_pool"]
 
 
-def test_import_is_deterministic(run_dir, imported, simulation, tmp_path):
+def test_import_is_deterministic(filtered_run, imported, simulation, tmp_path):
     _, first = imported
     results = write_results(tmp_path / "results.csv", simulation.rows)
-    import_with(run_dir, results, tmp_path / "out", spec())
+    import_with(filtered_run, results, tmp_path / "out", spec())
     second = tmp_path / "out"
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
@@ -364,7 +364,7 @@ def test_import_is_deterministic(run_dir, imported, simulation, tmp_path):
         assert (first / rel).read_bytes() == (second / rel).read_bytes(), rel
 
 
-def test_submit_time_orders_submissions(run_dir, tmp_path):
+def test_submit_time_orders_submissions(filtered_run, tmp_path):
     """Sorted by submit_time, the spammer's ten wrong answers come first and reach a checkpoint."""
     def row(worker: str, n: int, k: int, chosen: str, hour: int) -> dict[str, str]:
         return {"worker_id": worker, "assignment_id": f"{worker}-{n}", "triple_id": qid(n, k),
@@ -376,7 +376,7 @@ def test_submit_time_orders_submissions(run_dir, tmp_path):
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(reversed(rows))
-    import_with(run_dir, path, tmp_path / "out", spec("hits.qc_every=10"))
+    import_with(filtered_run, path, tmp_path / "out", spec("hits.qc_every=10"))
     workers = {w["worker_id"]: w for w in csv_rows(tmp_path / "out" / "workers.csv")}
     assert workers[SPAMMER]["blocked_after"] == "10" and workers[HONEST[0]]["accuracy"] == "1.0000"
 

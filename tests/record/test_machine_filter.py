@@ -21,11 +21,11 @@ def test_training_keys_never_include_the_own_fold():
     assert 1.6 < sum(sampled) / len(sampled) < 2.4   # about half of the 4 other folds
 
 
-def test_filter_end_to_end_on_the_demo_run(record_run, tmp_path, capsys):
+def test_filter_end_to_end_on_the_demo_run(record_generate_run, tmp_path, capsys):
     out = tmp_path / "filtered"
-    assert main(["record", "filter", str(record_run), "--output", str(out), "--folds", "3"]) == 0
+    assert main(["record", "filter", str(record_generate_run), "--output", str(out), "--folds", "3"]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    generated = read_table(str(record_run), "queries").to_pylist()
+    generated = read_table(str(record_generate_run), "queries").to_pylist()
     kept = read_table(str(out), "queries").to_pylist()
     dropped = read_table(str(out), "dropped").to_pylist()
     rejects = read_table(str(out), "rejects").to_pylist()
@@ -46,23 +46,36 @@ def test_filter_end_to_end_on_the_demo_run(record_run, tmp_path, capsys):
     assert "random" in printed and "machine_filter" in printed
 
 
-def test_predictions_reader_reproduces_a_run(record_run, tmp_path):
+def test_predictions_reader_reproduces_a_run(record_generate_run, tmp_path):
     first = tmp_path / "first"
-    assert main(["record", "filter", str(record_run), "--output", str(first), "--folds", "2"]) == 0
+    assert main(["record", "filter", str(record_generate_run), "--output", str(first), "--folds", "2"]) == 0
     rows = read_table(str(first), "queries").to_pylist() + read_table(str(first), "dropped").to_pylist()
     answers = tmp_path / "answers.json"
     answers.write_text(json.dumps({r["query_id"]: r["reader_answer"] for r in rows}))
     second = tmp_path / "second"
-    assert main(["record", "filter", str(record_run), "--output", str(second), "--folds", "2",
+    assert main(["record", "filter", str(record_generate_run), "--output", str(second), "--folds", "2",
                  "--reader", f"predictions:{answers}"]) == 0
     ids = lambda d: sorted(r["query_id"] for r in read_table(str(d), "dropped").to_pylist())  # noqa: E731
+    assert 0 < len(ids(first)) < len(rows)          # the lexical reader answers some, not all
     assert ids(second) == ids(first)
+    # Answers of our own: a gold answer for every third query (sorted ids), a non-entity for the
+    # rest; exactly those queries are dropped: 19 of the 57 (test_record_e2e counts them by
+    # hand), the ids at 0, 3, ..., 54.
+    queries = sorted(read_table(str(record_generate_run), "queries").to_pylist(), key=lambda q: q["query_id"])
+    right = [q["query_id"] for q in queries[::3]]
+    answers.write_text(json.dumps({q["query_id"]: q["answers"][0]["text"] if i % 3 == 0 else "Nobody Atall"
+                                   for i, q in enumerate(queries)}))
+    third = tmp_path / "third"
+    assert main(["record", "filter", str(record_generate_run), "--output", str(third), "--folds", "2",
+                 "--reader", f"predictions:{answers}"]) == 0
+    assert (len(queries), len(right)) == (57, 19)
+    assert ids(third) == right
 
 
-def test_evaluate_command_prints_official_scores(record_run, tmp_path, capsys):
+def test_evaluate_command_prints_official_scores(record_generate_run, tmp_path, capsys):
     data = tmp_path / "data.json"
-    assert main(["record", "export", str(record_run), "--output", str(data)]) == 0
-    queries = read_table(str(record_run), "queries").to_pylist()
+    assert main(["record", "export", str(record_generate_run), "--output", str(data)]) == 0
+    queries = read_table(str(record_generate_run), "queries").to_pylist()
     predictions = {q["query_id"]: q["answers"][0]["text"] for q in queries[::2]}
     (tmp_path / "pred.json").write_text(json.dumps(predictions))
     capsys.readouterr()
@@ -71,17 +84,17 @@ def test_evaluate_command_prints_official_scores(record_run, tmp_path, capsys):
     assert scores["exact_match"] == scores["f1"] == 100.0 * len(predictions) / len(queries)
 
 
-def test_cross_encoder_reader_runs_through_the_filter(record_run, tmp_path):
+def test_cross_encoder_reader_runs_through_the_filter(record_generate_run, tmp_path):
     out = tmp_path / "cross"
     small = ["--set", "filter.readers.cross-encoder.max_steps=2",
              "--set", "filter.readers.cross-encoder.max_length=64",
              "--set", "filter.readers.cross-encoder.batch_queries=4",
              "--set", "filter.readers.cross-encoder.max_candidates=4"]
-    assert main(["record", "filter", str(record_run), "--output", str(out), "--folds", "2",
+    assert main(["record", "filter", str(record_generate_run), "--output", str(out), "--folds", "2",
                  "--reader", "cross-encoder", *small]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["reader"] == "cross-encoder" and summary["in"] == summary["kept"] + summary["dropped"]
     rows = read_table(str(out), "queries").to_pylist() + read_table(str(out), "dropped").to_pylist()
-    passages = {p["passage_id"]: p for p in read_table(str(record_run), "passages").to_pylist()}
+    passages = {p["passage_id"]: p for p in read_table(str(record_generate_run), "passages").to_pylist()}
     for row in rows:   # every answer is one of the passage's entities
         assert row["reader_answer"] in {e["text"] for e in passages[row["passage_id"]]["entities"]}

@@ -143,9 +143,9 @@ def test_reproduce_needs_recorded_provenance(tmp_path, capsys):
 
 
 @pytest.mark.slow   # two generate runs of the sample corpus (spaCy)
-def test_reproduce_a_release_of_the_sample_corpus(tmp_path, record_run, capsys, monkeypatch):
+def test_reproduce_a_release_of_the_sample_corpus(tmp_path, record_generate_run, capsys, monkeypatch):
     release = tmp_path / "release"
-    assert main(["record", "release", str(record_run), "--output", str(release)]) == 0
+    assert main(["record", "release", str(record_generate_run), "--output", str(release)]) == 0
     provenance = json.loads((release / "provenance.json").read_text(encoding="utf-8"))
     assert [s["command"] for s in provenance["steps"]] == ["record generate", "record release"]
     generate = provenance["steps"][0]
@@ -153,7 +153,7 @@ def test_reproduce_a_release_of_the_sample_corpus(tmp_path, record_run, capsys, 
     assert all(len(i["sha256"]) == 64 for i in generate["inputs"])
     assert provenance["steps"][1]["upstreams"] == {"run_dir": 0}
     assert "spacy" in generate["versions"] and "csdata" in generate["versions"]
-    shard = next((record_run / "queries").glob("*.parquet"))
+    shard = next((record_generate_run / "queries").glob("*.parquet"))
     assert pq.read_schema(shard).metadata[b"csdata.spec_sha256"].decode() == generate["spec_sha256"]
     capsys.readouterr()
 

@@ -1,4 +1,5 @@
 """`short_state_sampling`: the sampler period of bundles started inside it, restored after."""
+import pytest
 from apache_beam.runners.worker import statesampler
 from apache_beam.utils.counters import CounterFactory
 
@@ -18,9 +19,8 @@ def test_period_inside_and_restored_after():
 
 
 def test_restored_after_an_error():
-    try:
+    with pytest.raises(RuntimeError, match="a failed run"):
         with short_state_sampling(9):
+            assert period_of_a_new_sampler() == 9
             raise RuntimeError("a failed run")
-    except RuntimeError:
-        pass
     assert period_of_a_new_sampler() == 200

@@ -34,7 +34,7 @@ def _query(qid: str, pid: str, text: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def run_dir(tmp_path: Path) -> Path:
+def hand_counted_run(tmp_path: Path) -> Path:
     passages = [
         _passage("a", "Ann met Bob." + SEP + "bob smiled", 3),  # Ann met Bob. bob smiled: 5 tokens
         _passage("b", "Cy ran." + SEP + "Cy won", 2),          # Cy ran. Cy won: 4 tokens
@@ -60,8 +60,8 @@ def test_token_definitions() -> None:
     assert query_words("Then @placeholder's team won") == ["Then", "@placeholder", "'", "s", "team", "won"]
 
 
-def test_record_stats_hand_counted(run_dir: Path) -> None:
-    stats = record_stats(run_dir)
+def test_record_stats_hand_counted(hand_counted_run: Path) -> None:
+    stats = record_stats(hand_counted_run)
     assert stats == {
         "queries": 3,
         "unique_passages": 2,
@@ -73,9 +73,9 @@ def test_record_stats_hand_counted(run_dir: Path) -> None:
     }
 
 
-def test_format_table_shows_paper_values(run_dir: Path) -> None:
+def test_format_table_shows_paper_values(hand_counted_run: Path) -> None:
     paper = load_spec("record").paper_table1
-    table = format_table(record_stats(run_dir), paper)
+    table = format_table(record_stats(hand_counted_run), paper)
     assert "169.5" in table and "100730" in table
     lines = table.splitlines()
     assert lines[0].split() == ["statistic", "this", "run", "paper"]
