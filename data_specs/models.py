@@ -353,18 +353,33 @@ class CrossEncoderOptions(SpecModel):
     """ReCoRD §3.3 (machine filtering): the cross-encoder reader, a transformer fine-tuned per fold
     to score (query, candidate context) pairs (needs the `neural` extra)."""
 
-    max_steps: Positive
-    """Optimiser steps of the fine-tuning on each fold."""
+    max_steps: Count
+    """Optimiser steps of the fine-tuning on each fold at most; 0 scores with the pretrained
+    encoder and an untrained head (no fine-tuning)."""
+    epochs: PositiveNumber
+    """Passes over a fold's training queries: a fold trains `ceil(epochs * queries /
+    batch_queries)` steps, at most `max_steps`, so small runs train in minutes on a CPU."""
     batch_queries: Positive
-    """Queries per optimiser step, each with all its sampled candidates."""
+    """Queries per optimiser step, each with its sampled candidates."""
+    pairs_per_pass: Positive
+    """(query, candidate context) pairs per forward and backward pass: a step's gradients are
+    summed over passes of at most this many pairs, which bounds the memory of training."""
     learning_rate: PositiveNumber
     """AdamW learning rate of the fine-tuning."""
     max_length: Positive
     """Word pieces per (query, candidate context) pair; longer pairs are truncated."""
     max_candidates: Positive
     """Candidates scored per query in training (a correct answer is always kept)."""
-    window_chars: Count
+    window_chars: Positive
     """Passage characters around a candidate's first mentions, shown as its context."""
+    holdout: Annotated[float, Strict(), Ge(0), Lt(1)]
+    """Share of a fold's training queries held out to stop training early (0: none, train every
+    step)."""
+    eval_every: Positive
+    """Steps between two accuracy measurements on the held-out queries."""
+    patience: Count
+    """Measurements without a better held-out accuracy before training stops (the best weights
+    are kept); 0 never stops early."""
     device: Device
     """Where the model runs: `auto` (CUDA when available), `cpu` or `cuda`."""
 

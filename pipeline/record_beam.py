@@ -357,7 +357,7 @@ class FilterRecord(beam.PTransform):
         progress = ProgressLine(self._progress)
         queries = queries | "ProgressRead" >> progress.step("read", "triples")
         kept, dropped, rejects, tallies, fold_stats = (passages, queries) | "MachineFilter" >> MachineFilter(
-            spec.filter, spec.seed, out)
+            spec.filter, spec.seed, out, progress=(progress.enabled, progress.interval, progress.origin))
         kept = kept | "ProgressKept" >> progress.step("predicted", "triples")
         dropped = dropped | "ProgressDropped" >> progress.step("predicted", "triples")
         meta = self._meta

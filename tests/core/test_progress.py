@@ -260,3 +260,45 @@ def test_the_cli_switch_is_the_variable_the_pipelines_read(monkeypatch):
 
 def test_reporting_loads_no_beam():
     assert loaded_modules("import transforms.core.reporting, pipeline.cli", ["apache_beam"]) == []
+
+
+# --------------------------------------------------------------------------- lines of a long task
+
+def test_task_log_throttles_and_forces():
+    import io
+
+    from transforms.core.reporting import TaskLog, process_origin
+
+    now = [100.0]
+    stream = io.StringIO()
+    log = TaskLog("fold 1", True, 5.0, process_origin(), stream=stream, clock=lambda: now[0])
+    assert log.say("a") is None                     # the first throttled line waits an interval
+    now[0] = 104.9
+    assert log.say("b") is None
+    now[0] = 105.0
+    assert log.say("c") == "csdata: fold 1: c"
+    now[0] = 106.0
+    assert log.say("d") is None
+    assert log.say("e", force=True) == "csdata: fold 1: e"
+    assert stream.getvalue().splitlines() == ["csdata: fold 1: c", "csdata: fold 1: e"]
+    off = TaskLog("fold 1", False, 0.0, process_origin(), stream=stream)
+    assert off.say("f", force=True) is None
+
+
+def test_task_log_tags_a_worker():
+    import io
+
+    from transforms.core.reporting import TaskLog, process_origin
+
+    host, _ = process_origin()
+    stream = io.StringIO()
+    TaskLog("fold 0", True, 0.0, (host, 1), stream=stream).say("x", force=True)
+    assert stream.getvalue() == f"csdata [worker {os.getpid()}]: fold 0: x\n"
+
+
+def test_eta_text():
+    from transforms.core.reporting import eta_text
+
+    # 84 s for 40 steps: 2.1 s a step, 360 steps left: 756 s = 0:12:36
+    assert eta_text(40, 400, 84.0) == "40/400 steps · 2.1 s/step · ETA 0:12:36"
+    assert eta_text(0, 400, 0.0) == "0/400 steps"

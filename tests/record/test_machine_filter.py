@@ -1,5 +1,6 @@
 """Stage 3: folds by passage hash, per-fold training, drop what the reader answers."""
 import json
+import re
 
 from pipeline.cli import main
 from transforms.core.hashing import unit_hash
@@ -84,14 +85,23 @@ def test_evaluate_command_prints_official_scores(record_generate_run, tmp_path, 
     assert scores["exact_match"] == scores["f1"] == 100.0 * len(predictions) / len(queries)
 
 
-def test_cross_encoder_reader_runs_through_the_filter(record_generate_run, tmp_path):
+def test_cross_encoder_reader_runs_through_the_filter(record_generate_run, tmp_path, capsys):
     out = tmp_path / "cross"
     small = ["--set", "filter.readers.cross-encoder.max_steps=2",
              "--set", "filter.readers.cross-encoder.max_length=64",
              "--set", "filter.readers.cross-encoder.batch_queries=4",
              "--set", "filter.readers.cross-encoder.max_candidates=4"]
+    capsys.readouterr()
     assert main(["record", "filter", str(record_generate_run), "--output", str(out), "--folds", "2",
                  "--reader", "cross-encoder", *small]) == 0
+    # Each fold says what it trains before it starts, and its last step.
+    err = capsys.readouterr().err
+    for fold in (0, 1):
+        assert re.search(rf"^csdata: fold {fold}: training 2 steps on \d+ queries .*; device cpu$", err, re.M)
+        assert re.search(rf"^csdata: fold {fold}: 2/2 steps · .* · loss ", err, re.M)
+    assert main(["-q", "record", "filter", str(record_generate_run), "--output", str(tmp_path / "quiet"),
+                 "--folds", "2", "--reader", "cross-encoder", *small]) == 0
+    assert "fold" not in capsys.readouterr().err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["reader"] == "cross-encoder" and summary["in"] == summary["kept"] + summary["dropped"]
     rows = read_table(str(out), "queries").to_pylist() + read_table(str(out), "dropped").to_pylist()

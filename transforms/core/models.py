@@ -114,6 +114,17 @@ def require_packages(*pairs: tuple[str, str]) -> None:
     raise ModelUnavailable(f"missing {', '.join(missing)}; install with: {hint}")
 
 
+def release_memory() -> None:
+    """Hand memory freed by a finished model (a fold's training) back to the system: a garbage
+    collection, then glibc's `malloc_trim` where there is one. Without the trim, the freed
+    buffers of one fold stay in the process and the next fold's are added on top."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def resolve_device(device: str) -> str:
     """The torch device to run on: `auto` is `cuda` when torch sees a GPU, else `cpu`.
 

@@ -152,20 +152,67 @@ _REPORTERS: dict[str, Reporter] = {}
 _REPORTERS_LOCK = threading.Lock()
 
 
+def line_prefix(origin: tuple[str, int]) -> str:
+    """`csdata` in the process that built the pipeline (`origin`), else `csdata [worker PID]`
+    (`[worker HOST/PID]` on another machine)."""
+    here = process_origin()
+    if here == origin:
+        return PREFIX
+    if here[0] == origin[0]:
+        return f"{PREFIX} [worker {here[1]}]"
+    return f"{PREFIX} [worker {here[0]}/{here[1]}]"
+
+
 def reporter_for(group: str, steps: Sequence[Step], interval: float, origin: tuple[str, int]) -> Reporter:
     """This process's reporter of pipeline `group` (made on first use)."""
     with _REPORTERS_LOCK:
         reporter = _REPORTERS.get(group)
         if reporter is None:
-            here = process_origin()
-            if here == origin:
-                prefix = PREFIX
-            elif here[0] == origin[0]:
-                prefix = f"{PREFIX} [worker {here[1]}]"
-            else:
-                prefix = f"{PREFIX} [worker {here[0]}/{here[1]}]"
-            reporter = _REPORTERS[group] = Reporter(steps, interval, prefix=prefix)
+            reporter = _REPORTERS[group] = Reporter(steps, interval, prefix=line_prefix(origin))
         return reporter
+
+
+class TaskLog:
+    """The lines of one long task inside a step (a fold's training): `PREFIX: LABEL: text` on
+    stderr, at most one every `interval` seconds unless `force`; nothing when not `enabled`.
+
+    Plain values only, so a DoFn can hold one and Beam can pickle it; the prefix is worked out
+    where it prints (the driver or a worker).
+    """
+
+    def __init__(self, label: str, enabled: bool, interval: float, origin: tuple[str, int],
+                 stream: Optional[IO[str]] = None, clock: Callable[[], float] = time.monotonic):
+        self.label, self.enabled, self.interval, self.origin = label, enabled, interval, origin
+        self._stream, self._clock = stream, clock
+        self._next_due: Optional[float] = None
+
+    def say(self, text: str, force: bool = False) -> Optional[str]:
+        """Print `text` when the interval has passed since the last line (or `force`)."""
+        if not self.enabled:
+            return None
+        now = self._clock()
+        if not force and self._next_due is not None and now < self._next_due:
+            return None
+        if self._next_due is None and not force:      # the first throttled line waits an interval
+            self._next_due = now + self.interval
+            return None
+        self._next_due = now + self.interval
+        stream = self._stream or sys.stderr
+        line = f"{line_prefix(self.origin)}: {self.label}: {text}".replace(" · ", _separator(stream))
+        try:
+            print(line, file=stream, flush=True)
+        except (OSError, ValueError):                  # a closed stderr must not fail the run
+            pass
+        return line
+
+
+def eta_text(done: int, total: int, elapsed: float) -> str:
+    """`40/400 steps · 2.1 s/step · ETA 0:12:36` (no rate or ETA before the first step)."""
+    parts = [f"{done:,}/{total:,} steps"]
+    if done > 0 and elapsed > 0:
+        per = elapsed / done
+        parts += [f"{per:.1f} s/step", f"ETA {timedelta(seconds=int(per * (total - done)))}"]
+    return " · ".join(parts)
 
 
 # --------------------------------------------------------------------------- what was written where

@@ -16,6 +16,8 @@ from apache_beam.io.filesystems import FileSystems
 from data_specs.models import FilterSection
 from transforms.core.accounting import Reject
 from transforms.core.hashing import unit_hash
+from transforms.core.models import release_memory
+from transforms.core.reporting import TaskLog
 from transforms.core.stages import Stage
 from transforms.record.metric import is_correct
 from transforms.record.readers import make_reader
@@ -59,18 +61,24 @@ def model_path(output: str, reader: str, fold: int) -> str:
 
 
 class TrainFoldFn(beam.DoFn):
-    """Fit the reader on one fold's training group and write the model artifact."""
+    """Fit the reader on one fold's training group and write the model artifact; a long training
+    reports on stderr as `csdata: fold K: ...` (`progress`: (enabled, interval, origin))."""
 
-    def __init__(self, reader: Reader, output: str, choice: str):
-        self._reader, self._output, self._choice = reader, output, choice
+    def __init__(self, reader: Reader, output: str, choice: str,
+                 progress: tuple[bool, float, tuple[str, int]] = (False, 0.0, ("", 0))):
+        self._reader, self._output, self._choice, self._progress = reader, output, choice, progress
 
     def process(self, keyed: tuple[int, Iterable[Any]]) -> Iterator[tuple[int, str]]:
         fold, examples = keyed
         ordered = sorted(examples, key=lambda e: e[0])  # by query id: independent of shuffling
-        model = self._reader.fit([example for _, example in ordered])
+        enabled, interval, origin = self._progress
+        log = TaskLog(f"fold {fold}", enabled, interval, origin)
+        model = self._reader.fit([example for _, example in ordered], log=log)
         path = model_path(self._output, self._choice, fold)
         with FileSystems.create(path) as handle:
             handle.write(self._reader.save(model))
+        del model                          # before the next fold's model is built
+        release_memory()
         yield fold, path
 
 
@@ -119,8 +127,10 @@ class MachineFilter(beam.PTransform):
     number of folds and the training and batch bounds; models are written under `output`.
     """
 
-    def __init__(self, filter_: FilterSection, seed: int, output: str):
+    def __init__(self, filter_: FilterSection, seed: int, output: str,
+                 progress: tuple[bool, float, tuple[str, int]] = (False, 0.0, ("", 0))):
         super().__init__()
+        self._progress = progress
         self._reader = make_reader(filter_.reader, filter_.readers, seed)
         self._choice, self._output = filter_.reader, output
         self._folds, self._seed = filter_.folds, seed
@@ -149,7 +159,7 @@ class MachineFilter(beam.PTransform):
             examples
             | "TrainingGroups" >> beam.FlatMap(to_groups, beam.pvalue.AsSingleton(total))
             | "GroupByFold" >> beam.GroupByKey()
-            | "TrainFold" >> beam.ParDo(TrainFoldFn(reader, self._output, self._choice))
+            | "TrainFold" >> beam.ParDo(TrainFoldFn(reader, self._output, self._choice, self._progress))
         )
         predicted = (
             examples

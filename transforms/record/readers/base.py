@@ -5,8 +5,9 @@ from __future__ import annotations
 import io
 import pickle
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Iterable, Optional, Protocol, Sequence
 
+from transforms.core.reporting import TaskLog
 from transforms.record.metric import normalize_answer
 
 PLACEHOLDER = "@placeholder"
@@ -76,8 +77,9 @@ class Reader(Protocol):
     def prepare(self, triple: Triple) -> Any:
         ...
 
-    def fit(self, examples: Sequence[Any]) -> Any:
-        """Train on examples of the other folds; return the fitted model."""
+    def fit(self, examples: Sequence[Any], log: Optional[TaskLog] = None) -> Any:
+        """Train on examples of the other folds; return the fitted model. A long training says
+        what it does, and how far it got, through `log`."""
         ...
 
     def predict(self, model: Any, examples: Sequence[Any]) -> list[str]:

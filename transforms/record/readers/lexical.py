@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from data_specs.models import LexicalReaderOptions
+from transforms.core.reporting import TaskLog
 from transforms.record.metric import normalize_answer
 from transforms.record.readers.base import (
     PLACEHOLDER,
@@ -119,7 +120,7 @@ class LexicalReader(PickleModels):
         return LexicalExample(features, tuple(c.text for c in cands),
                               tuple(correct_flags(triple, cands)))
 
-    def fit(self, examples: Sequence[LexicalExample]) -> Any:
+    def fit(self, examples: Sequence[LexicalExample], log: Optional[TaskLog] = None) -> Any:
         from sklearn.feature_extraction import DictVectorizer
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline

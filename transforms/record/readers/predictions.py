@@ -7,6 +7,7 @@ from typing import Any, Optional, Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.core.errors import UserError
+from transforms.core.reporting import TaskLog
 from transforms.record.readers.base import PickleModels, Triple
 
 
@@ -37,7 +38,7 @@ class PredictionsReader(PickleModels):
     def prepare(self, triple: Triple) -> str:
         return triple.query_id
 
-    def fit(self, examples: Sequence[str]) -> None:
+    def fit(self, examples: Sequence[str], log: Optional[TaskLog] = None) -> None:
         return None
 
     def predict(self, model: Any, examples: Sequence[str]) -> list[str]:
