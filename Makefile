@@ -138,10 +138,15 @@ bench: $(STAMP) $(WORDNET_STAMP) flink-fetch
 	$(PY) tests/bench_protoqa.py
 	$(PY) tests/bench_flink.py
 
-# Needs the real third-party samples beside the checkout (../shared/samples/record).
+# Needs the real third-party samples beside the checkout (../shared/samples). The last script
+# compares the machine filter's readers per fold on the real CNN/DM articles (about 20 minutes on
+# 2 cores; FILTER_READERS=lexical for a quick look).
+FILTER_READERS ?= lexical,cross-encoder
 fidelity: $(STAMP) $(WORDNET_STAMP)
 	$(PY) tests/fidelity_record.py ../shared/samples/record/*.json*
 	$(PY) tests/fidelity_protoqa.py ../shared/samples/protoqa/dev.crowdsourced.jsonl
+	$(PY) tests/fidelity_filter.py --readers $(FILTER_READERS) ../shared/samples/cnndm/stories \
+	  ../shared/samples/cnndm/hf_train_sample.jsonl
 
 clean:
 	rm -rf $(VENV) $(HF_VENV) out site

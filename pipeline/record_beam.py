@@ -357,9 +357,7 @@ class FilterRecord(beam.PTransform):
         progress = ProgressLine(self._progress)
         queries = queries | "ProgressRead" >> progress.step("read", "triples")
         kept, dropped, rejects, tallies, fold_stats = (passages, queries) | "MachineFilter" >> MachineFilter(
-            spec.filter, spec.seed, out, progress=(progress.enabled, progress.interval, progress.origin))
-        kept = kept | "ProgressKept" >> progress.step("predicted", "triples")
-        dropped = dropped | "ProgressDropped" >> progress.step("predicted", "triples")
+            spec.filter, spec.seed, out, progress=progress)
         meta = self._meta
         passages | "WritePassages" >> WriteTable(out, "passages", shards, file_metadata=meta)
         kept | "WriteKept" >> WriteTable(out, "queries", shards, schema="filtered_queries", file_metadata=meta)

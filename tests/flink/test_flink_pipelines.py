@@ -118,15 +118,27 @@ def assert_ran_on_the_cluster(job_ids: list[str], taskmanagers: set[str]) -> Non
     assert working == taskmanagers, f"records per TaskManager: {busiest}"
 
 
-def both(tmp_path: Path, name: str, argv: list[str], capsys, taskmanagers: set[str]) -> tuple[Path, Path]:
-    """Run `argv --output DIR` in process and on the cluster; check they wrote the same."""
+def both(tmp_path: Path, name: str, argv: list[str], capsys, taskmanagers: set[str],
+         jobs: list[str] | None = None) -> tuple[Path, Path]:
+    """Run `argv --output DIR` in process and on the cluster; check they wrote the same. The
+    cluster's job ids are added to `jobs` when given."""
     local, flink = tmp_path / f"{name}-local", tmp_path / f"{name}-flink"
     run([*argv, "--output", str(local)], capsys)
     job_ids, err = run([*argv, "--output", str(flink), *FLINK], capsys)
     assert PROGRESS_LINE.search(err), err
     assert_same_output(local, flink)
     assert_ran_on_the_cluster(job_ids, taskmanagers)
+    if jobs is not None:
+        jobs.extend(job_ids)
     return local, flink
+
+
+def records_per_taskmanager(job_id: str, step: str) -> dict[str, int]:
+    """Records read per TaskManager by the job's vertex whose fused Beam steps include `step`."""
+    job = finished_job(job_id)
+    [vertex] = [v for v in job["vertices"] if re.search(rf"[{{,/ ]{step}[}},)]", v["name"])]
+    detail = rest_get(MASTER, f"/jobs/{job_id}/vertices/{vertex['id']}/taskmanagers")
+    return {tm["taskmanager-id"]: tm["metrics"]["read-records"] for tm in detail["taskmanagers"]}
 
 
 def test_record_annotate_generate_and_filter(tmp_path, capsys, taskmanagers):
@@ -137,7 +149,14 @@ def test_record_annotate_generate_and_filter(tmp_path, capsys, taskmanagers):
     assert sum(len(v) for k, v in parquet_rows(generated).items() if k.startswith("queries")) > 0
     both(tmp_path, "reuse", ["record", "generate", *RECORD_INPUTS, *RECORD_URLS,
                              "--annotations", str(annotated)], capsys, taskmanagers)
-    both(tmp_path, "filter", ["record", "filter", str(generated)], capsys, taskmanagers)
+    jobs: list[str] = []
+    both(tmp_path, "filter", ["record", "filter", str(generated)], capsys, taskmanagers, jobs)
+    # The folds' training is a step of its own after the grouping by fold: its 5 groups are
+    # spread over the cluster (by Flink's hash of the fold), not trained one after the other in
+    # one worker; each fold's model is then read by its own RunInference step.
+    trained = records_per_taskmanager(jobs[-1], "TrainFold")
+    assert sum(trained.values()) == 5 and set(trained) == taskmanagers, trained
+    assert all(count > 0 for count in trained.values()), trained
 
 
 def taskmanager_log(tm_id: str) -> str:

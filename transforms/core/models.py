@@ -116,9 +116,16 @@ def require_packages(*pairs: tuple[str, str]) -> None:
 
 def release_memory() -> None:
     """Hand memory freed by a finished model (a fold's training) back to the system: a garbage
-    collection, then glibc's `malloc_trim` where there is one. Without the trim, the freed
-    buffers of one fold stay in the process and the next fold's are added on top."""
+    collection, then `trim_heap`. Without the trim, the freed buffers of one fold stay in the
+    process and the next fold's are added on top."""
     gc.collect()
+    trim_heap()
+
+
+def trim_heap() -> None:
+    """glibc's `malloc_trim(0)` where there is one: free pages inside the heap go back to the
+    system. torch frees a training step's activations into glibc's heap, which keeps them; after
+    many steps of different lengths the process holds hundreds of MB it does not use."""
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
 

@@ -2,21 +2,25 @@
 
 Folds come from a hash of the passage id and the spec's seed, so no article is split across
 folds. Each fold's reader is trained on the other folds' examples, grouped by fold (one group
-per fold, capped by a hash sample); its model is written as an artifact and its path reaches the
-prediction step as a side input. Prediction runs in parallel over batches. A triple the reader
+per fold, capped by a hash sample): `TrainFold` is a step of its own after the grouping, so a
+cluster trains the folds on different workers. A fold's model is written as an artifact whose
+path reaches the prediction as a side input; prediction is Beam's `RunInference`, one per fold,
+with a model handler that loads that artifact (`ReaderModelHandler`). A triple the reader
 answers correctly (exact match with any reference) is dropped; the others are kept.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.ml.inference.base import ModelHandler, ModelMetadata, PredictionResult, RunInference
 
 from data_specs.models import FilterSection
 from transforms.core.accounting import Reject
 from transforms.core.hashing import unit_hash
 from transforms.core.models import release_memory
+from transforms.core.progress import ProgressLine
 from transforms.core.reporting import TaskLog
 from transforms.core.stages import Stage
 from transforms.record.metric import is_correct
@@ -82,33 +86,48 @@ class TrainFoldFn(beam.DoFn):
         yield fold, path
 
 
-class PredictFn(beam.DoFn):
-    """Answer a batch of triples with the model of each triple's fold (loaded once per worker)."""
+class ReaderModelHandler(ModelHandler):
+    """One fold's reader model for Beam's `RunInference`: loaded (once per worker) from the
+    artifact the fold's training wrote, it answers batches of `(row, fold, example, baseline)`."""
 
-    def __init__(self, reader: Reader, choice: str):
-        self._reader, self._choice = reader, choice
+    def __init__(self, reader: Reader, path: str, max_batch_size: int):
+        super().__init__()
+        self._reader, self._path, self._max_batch_size = reader, path, max_batch_size
 
-    def setup(self) -> None:
-        self._models: dict[int, Any] = {}
+    def load_model(self) -> Any:
+        with FileSystems.open(self._path) as handle:
+            return self._reader.load(handle.read())
 
-    def _model(self, fold: int, paths: dict[int, str]) -> Any:
-        if fold not in self._models:
-            with FileSystems.open(paths[fold]) as handle:
-                self._models[fold] = self._reader.load(handle.read())
-        return self._models[fold]
+    def update_model_path(self, model_path: Optional[str] = None) -> None:
+        # The path comes from the fold's training step (RunInference's model side input).
+        if model_path:
+            self._path = model_path
 
-    def process(self, batch: list[tuple[dict, int, Any, float]], paths: dict[int, str]):
-        by_fold: dict[int, list] = {}
-        for item in batch:
-            by_fold.setdefault(item[1], []).append(item)
-        for fold, items in sorted(by_fold.items()):
-            # A fold without a model (no training data in a tiny run) answers nothing.
-            answers = (self._reader.predict(self._model(fold, paths), [i[2] for i in items])
-                       if fold in paths else [""] * len(items))
-            for (row, _, _, baseline), answer in zip(items, answers):
-                answers_text = [a["text"] for a in row["answers"]]
-                yield {**row, "fold": fold, "reader": self._choice, "reader_answer": answer,
-                       "reader_correct": bool(answer) and is_correct(answer, answers_text)}, baseline
+    def run_inference(self, batch: Sequence[tuple], model: Any,
+                      inference_args: Optional[dict[str, Any]] = None) -> Iterator[PredictionResult]:
+        answers = self._reader.predict(model, [item[2] for item in batch])
+        return (PredictionResult(item, answer) for item, answer in zip(batch, answers))
+
+    def batch_elements_kwargs(self) -> dict[str, Any]:
+        return {"min_batch_size": 1, "max_batch_size": self._max_batch_size}
+
+
+def answered_row(item: tuple[dict, int, Any, float], answer: str, choice: str) -> tuple[dict, float]:
+    """The query row with the reader's answer and whether it is correct, and its random baseline."""
+    row, fold, _, baseline = item
+    answers_text = [a["text"] for a in row["answers"]]
+    return {**row, "fold": fold, "reader": choice, "reader_answer": answer,
+            "reader_correct": bool(answer) and is_correct(answer, answers_text)}, baseline
+
+
+def fold_model(trained: tuple[int, str], fold: int) -> list[ModelMetadata]:
+    """The model of `fold` for its RunInference step, from a `(fold, path)` of `TrainFold`."""
+    return [ModelMetadata(trained[1], f"fold{fold}")] if trained[0] == fold else []
+
+
+def fold_route(item: tuple[dict, int, Any, float], parts: int, paths: dict[int, str]) -> int:
+    """The triple's fold when that fold has a model; the last part (answers nothing) otherwise."""
+    return item[1] if item[1] in paths else parts - 1
 
 
 def keep_or_drop(item: tuple[dict, float]) -> Iterator[Any]:
@@ -124,13 +143,17 @@ class MachineFilter(beam.PTransform):
     """Triples (rows + passages) in; `(kept rows, dropped rows, rejects, tallies, fold stats)` out.
 
     The spec's `filter` section chooses the reader (`reader`, its options under `readers`), the
-    number of folds and the training and batch bounds; models are written under `output`.
+    number of folds and the training and batch bounds; models are written under `output`. With a
+    `progress` line, each fold's training says how far it got and the line counts the triples
+    predicted, as each fold's RunInference answers them.
     """
 
     def __init__(self, filter_: FilterSection, seed: int, output: str,
-                 progress: tuple[bool, float, tuple[str, int]] = (False, 0.0, ("", 0))):
+                 progress: Optional[ProgressLine] = None):
         super().__init__()
-        self._progress = progress
+        self._line = progress
+        self._progress = ((progress.enabled, progress.interval, progress.origin) if progress
+                          else (False, 0.0, ("", 0)))
         self._reader = make_reader(filter_.reader, filter_.readers, seed)
         self._choice, self._output = filter_.reader, output
         self._folds, self._seed = filter_.folds, seed
@@ -155,17 +178,33 @@ class MachineFilter(beam.PTransform):
             for k in training_keys(fold, row["query_id"], folds, seed, keep):
                 yield k, (row["query_id"], example)
 
+        groups = examples | "TrainingGroups" >> beam.FlatMap(to_groups, beam.pvalue.AsSingleton(total))
         paths = (
-            examples
-            | "TrainingGroups" >> beam.FlatMap(to_groups, beam.pvalue.AsSingleton(total))
+            groups
             | "GroupByFold" >> beam.GroupByKey()
             | "TrainFold" >> beam.ParDo(TrainFoldFn(reader, self._output, self._choice, self._progress))
         )
-        predicted = (
-            examples
-            | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=self._max_per_call)
-            | "Predict" >> beam.ParDo(PredictFn(reader, self._choice), beam.pvalue.AsDict(paths))
-        )
+        parts = examples | "RouteByFold" >> beam.Partition(fold_route, folds + 1, beam.pvalue.AsDict(paths))
+        answered = []
+        for fold in range(folds):
+            model = paths | f"ModelOfFold{fold}" >> beam.FlatMap(fold_model, fold)
+            handler = ReaderModelHandler(reader, model_path(self._output, self._choice, fold),
+                                         self._max_per_call)
+            answers = (parts[fold]
+                       | f"PredictFold{fold}" >> RunInference(handler, model_metadata_pcoll=model)
+                       | f"AnswersOfFold{fold}" >> beam.Map(
+                           lambda result, choice: answered_row(result.example, result.inference, choice),
+                           self._choice))
+            answered.append(answers)
+        # A fold without a model (no training data in a tiny run) answers nothing.
+        answered.append(parts[folds] | "Unanswered" >> beam.Map(answered_row, "", self._choice))
+        if self._line is not None:
+            # Counted where each fold's answers come out, not after all folds are done.
+            answered = [answers | f"ProgressPredicted{k}" >> self._line.step("predicted", "triples")
+                        for k, answers in enumerate(answered)]
+        predicted = answered | "AllAnswers" >> beam.Flatten()
+        training_sizes = (groups | "CountTraining" >> beam.combiners.Count.PerKey()
+                          | "TrainingStats" >> beam.Map(lambda kn: (kn[0], (0, 0, 0.0, kn[1]))))
         kept, rejects, tallies = predicted | "Decide" >> Stage(STAGE, keep_or_drop)
         rejects = (rejects, orphans) | "AllRejects" >> beam.Flatten()
         orphan_tallies = orphans | "TallyOrphans" >> beam.FlatMap(
@@ -173,19 +212,22 @@ class MachineFilter(beam.PTransform):
         tallies = (tallies, orphan_tallies) | "AllTallies" >> beam.Flatten()
         dropped = (predicted | "Dropped" >> beam.Filter(lambda item: item[0]["reader_correct"])
                    | "DroppedRows" >> beam.Map(lambda item: item[0]))
-        fold_stats = predicted | "FoldStats" >> beam.Map(
-            lambda item: (item[0]["fold"], (1, int(item[0]["reader_correct"]), item[1])))
+        fold_stats = (predicted | "FoldStats" >> beam.Map(
+            lambda item: (item[0]["fold"], (1, int(item[0]["reader_correct"]), item[1], 0))))
+        fold_stats = (fold_stats, training_sizes) | "AllFoldStats" >> beam.Flatten()
         return kept, dropped, rejects, tallies, fold_stats
 
 
-def fold_summary(reader: str, stats: list[tuple[int, tuple[int, int, float]]],
+def fold_summary(reader: str, stats: list[tuple[int, tuple[int, int, float, int]]],
                  stages: dict) -> dict:
-    """`summary.json` of a filter run: per-fold answered rates beside the random baseline."""
+    """`summary.json` of a filter run: per fold, the triples, how many the reader answered beside
+    the random baseline, and how many triples the fold's model was trained on."""
     folds = []
-    for fold, (triples, answered, baseline) in sorted(stats):
+    for fold, (triples, answered, baseline, training) in sorted(stats):
         folds.append({"fold": fold, "triples": triples, "answered": answered,
                       "answered_rate": answered / triples if triples else 0.0,
-                      "random_baseline": baseline / triples if triples else 0.0})
+                      "random_baseline": baseline / triples if triples else 0.0,
+                      "training_triples": training})
     entry = stages.get(STAGE, {"in": 0, "kept": 0, "rejected": {}})
     total = sum(f["triples"] for f in folds)
     return {
@@ -201,12 +243,14 @@ def fold_summary(reader: str, stats: list[tuple[int, tuple[int, int, float]]],
 
 
 def format_filter_summary(summary: dict) -> str:
-    """Per-fold answered rate beside the random baseline (the paper: 68 % answered overall)."""
+    """Per-fold answered rate beside the random baseline and the training-set size (the paper:
+    68 % answered overall, SAN trained on about 616k triples a fold)."""
     lines = [f"reader: {summary['reader']}",
-             f"{'fold':>4}{'triples':>9}{'answered':>10}{'rate':>8}{'random':>8}"]
+             f"{'fold':>4}{'triples':>9}{'answered':>10}{'rate':>8}{'random':>8}{'trained on':>12}"]
     for fold in summary["folds"]:
         lines.append(f"{fold['fold']:>4}{fold['triples']:>9}{fold['answered']:>10}"
-                     f"{fold['answered_rate']:>8.1%}{fold['random_baseline']:>8.1%}")
+                     f"{fold['answered_rate']:>8.1%}{fold['random_baseline']:>8.1%}"
+                     f"{fold['training_triples']:>12,}")
     lines.append(f"{'all':>4}{summary['in']:>9}{summary['dropped']:>10}"
                  f"{summary['answered_rate']:>8.1%}{summary['random_baseline']:>8.1%}"
                  f"   kept {summary['kept']} (paper: 68% answered and dropped)")

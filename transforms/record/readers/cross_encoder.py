@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from data_specs.models import CrossEncoderOptions
-from transforms.core.models import minilm_path, offline_transformers, require_packages, resolve_device
+from transforms.core.models import (
+    minilm_path,
+    offline_transformers,
+    require_packages,
+    resolve_device,
+    trim_heap,
+)
 from transforms.core.reporting import TaskLog, eta_text
 from transforms.record.readers.base import PLACEHOLDER, Candidate, Triple, candidates, correct_flags
 
@@ -200,6 +206,7 @@ class CrossEncoderReader:
             optimizer.zero_grad(set_to_none=True)
             losses.append(self._accumulate(model, next(batches), rng))
             optimizer.step()
+            trim_heap()          # the step's activations: back to the system, not kept by malloc
             if log is not None:
                 log.say(f"{eta_text(step, plan.steps, time.monotonic() - started)} · "
                         f"loss {sum(losses[-20:]) / len(losses[-20:]):.3f}", force=step == plan.steps)
