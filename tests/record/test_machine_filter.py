@@ -92,7 +92,8 @@ def test_evaluate_command_prints_official_scores(record_generate_run, tmp_path, 
     assert scores["exact_match"] == scores["f1"] == 100.0 * len(predictions) / len(queries)
 
 
-def test_cross_encoder_reader_runs_through_the_filter(record_generate_run, tmp_path, capsys):
+def test_cross_encoder_reader_runs_through_the_filter(record_generate_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CSDATA_PROGRESS_SECONDS", "0")      # every progress line, however short the run
     out = tmp_path / "cross"
     small = ["--set", "filter.readers.cross-encoder.max_steps=2",
              "--set", "filter.readers.cross-encoder.max_length=64",
@@ -106,6 +107,10 @@ def test_cross_encoder_reader_runs_through_the_filter(record_generate_run, tmp_p
     for fold in (0, 1):
         assert re.search(rf"^csdata: fold {fold}: training 2 steps on \d+ queries .*; device cpu$", err, re.M)
         assert re.search(rf"^csdata: fold {fold}: 2/2 steps · .* · loss ", err, re.M)
+    # Prediction counts the triples as the folds' RunInference steps answer them, with a rate.
+    counts = [int(n) for n in re.findall(r"^csdata: 57 triples read · (\d+) predicted · [\d.,]+ triples/s",
+                                          err, re.M)]
+    assert counts and counts[-1] == 57 and counts == sorted(counts), err
     assert main(["-q", "record", "filter", str(record_generate_run), "--output", str(tmp_path / "quiet"),
                  "--folds", "2", "--reader", "cross-encoder", *small]) == 0
     assert "fold" not in capsys.readouterr().err
