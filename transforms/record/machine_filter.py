@@ -60,6 +60,10 @@ def training_keys(fold: int, query_id: str, folds: int, seed: int, keep: float) 
     return [k for k in range(folds) if k != fold and unit_hash(seed, "train", k, query_id) < keep]
 
 
+# TaskLog settings (enabled, interval, origin) of a training that reports nothing.
+NO_PROGRESS: tuple[bool, float, tuple[str, int]] = (False, 0.0, ("", 0))
+
+
 def model_path(output: str, reader: str, fold: int) -> str:
     return f"{output}/models/{reader.replace(':', '_').replace('/', '_')}-fold{fold}.bin"
 
@@ -69,7 +73,7 @@ class TrainFoldFn(beam.DoFn):
     reports on stderr as `csdata: fold K: ...` (`progress`: (enabled, interval, origin))."""
 
     def __init__(self, reader: Reader, output: str, choice: str,
-                 progress: tuple[bool, float, tuple[str, int]] = (False, 0.0, ("", 0))):
+                 progress: tuple[bool, float, tuple[str, int]] = NO_PROGRESS):
         self._reader, self._output, self._choice, self._progress = reader, output, choice, progress
 
     def process(self, keyed: tuple[int, Iterable[Any]]) -> Iterator[tuple[int, str]]:
@@ -152,8 +156,6 @@ class MachineFilter(beam.PTransform):
                  progress: Optional[ProgressLine] = None):
         super().__init__()
         self._line = progress
-        self._progress = ((progress.enabled, progress.interval, progress.origin) if progress
-                          else (False, 0.0, ("", 0)))
         self._reader = make_reader(filter_.reader, filter_.readers, seed)
         self._choice, self._output = filter_.reader, output
         self._folds, self._seed = filter_.folds, seed
@@ -178,11 +180,13 @@ class MachineFilter(beam.PTransform):
             for k in training_keys(fold, row["query_id"], folds, seed, keep):
                 yield k, (row["query_id"], example)
 
+        line = self._line
+        training_log = (line.enabled, line.interval, line.origin) if line is not None else NO_PROGRESS
         groups = examples | "TrainingGroups" >> beam.FlatMap(to_groups, beam.pvalue.AsSingleton(total))
         paths = (
             groups
             | "GroupByFold" >> beam.GroupByKey()
-            | "TrainFold" >> beam.ParDo(TrainFoldFn(reader, self._output, self._choice, self._progress))
+            | "TrainFold" >> beam.ParDo(TrainFoldFn(reader, self._output, self._choice, training_log))
         )
         parts = examples | "RouteByFold" >> beam.Partition(fold_route, folds + 1, beam.pvalue.AsDict(paths))
         answered = []
@@ -198,9 +202,9 @@ class MachineFilter(beam.PTransform):
             answered.append(answers)
         # A fold without a model (no training data in a tiny run) answers nothing.
         answered.append(parts[folds] | "Unanswered" >> beam.Map(answered_row, "", self._choice))
-        if self._line is not None:
+        if line is not None:
             # Counted where each fold's answers come out, not after all folds are done.
-            answered = [answers | f"ProgressPredicted{k}" >> self._line.step("predicted", "triples")
+            answered = [answers | f"ProgressPredicted{k}" >> line.step("predicted", "triples")
                         for k, answers in enumerate(answered)]
         predicted = answered | "AllAnswers" >> beam.Flatten()
         training_sizes = (groups | "CountTraining" >> beam.combiners.Count.PerKey()
