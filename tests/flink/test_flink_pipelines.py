@@ -133,12 +133,23 @@ def both(tmp_path: Path, name: str, argv: list[str], capsys, taskmanagers: set[s
     return local, flink
 
 
-def records_per_taskmanager(job_id: str, step: str) -> dict[str, int]:
-    """Records read per TaskManager by the job's vertex whose fused Beam steps include `step`."""
+def vertex_of(job_id: str, step: str) -> str:
+    """The id of the job's vertex whose fused Beam steps include `step`."""
     job = finished_job(job_id)
     [vertex] = [v for v in job["vertices"] if re.search(rf"[{{,/ ]{step}[}},)]", v["name"])]
-    detail = rest_get(MASTER, f"/jobs/{job_id}/vertices/{vertex['id']}/taskmanagers")
+    return vertex["id"]
+
+
+def records_per_taskmanager(job_id: str, step: str) -> dict[str, int]:
+    """Records read per TaskManager by the job's vertex whose fused Beam steps include `step`."""
+    detail = rest_get(MASTER, f"/jobs/{job_id}/vertices/{vertex_of(job_id, step)}/taskmanagers")
     return {tm["taskmanager-id"]: tm["metrics"]["read-records"] for tm in detail["taskmanagers"]}
+
+
+def records_per_subtask(job_id: str, step: str) -> list[int]:
+    """Records read by each parallel subtask (one per task slot here) of `step`'s vertex."""
+    detail = rest_get(MASTER, f"/jobs/{job_id}/vertices/{vertex_of(job_id, step)}")
+    return [task["metrics"]["read-records"] for task in sorted(detail["subtasks"], key=lambda t: t["subtask"])]
 
 
 def test_record_annotate_generate_and_filter(tmp_path, capsys, taskmanagers):
@@ -151,12 +162,14 @@ def test_record_annotate_generate_and_filter(tmp_path, capsys, taskmanagers):
                              "--annotations", str(annotated)], capsys, taskmanagers)
     jobs: list[str] = []
     both(tmp_path, "filter", ["record", "filter", str(generated)], capsys, taskmanagers, jobs)
-    # The folds' training is a step of its own after the grouping by fold: its 5 groups are
-    # spread over the cluster (by Flink's hash of the fold), not trained one after the other in
-    # one worker; each fold's model is then read by its own RunInference step.
+    # The folds' training is a step of its own after the grouping by fold and a reshuffle: its 5
+    # groups are dealt out over the 4 slots (no slot trains more than 2 one after the other; by
+    # Flink's hash of the fold alone one slot trained 4), so both TaskManagers train; each fold's
+    # model is then read by its own RunInference step.
+    per_slot = records_per_subtask(jobs[-1], "TrainFold")
+    assert sum(per_slot) == 5 and len(per_slot) == 4 and max(per_slot) <= 2, per_slot
     trained = records_per_taskmanager(jobs[-1], "TrainFold")
-    assert sum(trained.values()) == 5 and set(trained) == taskmanagers, trained
-    assert all(count > 0 for count in trained.values()), trained
+    assert set(trained) == taskmanagers and all(count > 0 for count in trained.values()), trained
 
 
 def taskmanager_log(tm_id: str) -> str:

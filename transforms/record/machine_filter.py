@@ -2,11 +2,12 @@
 
 Folds come from a hash of the passage id and the spec's seed, so no article is split across
 folds. Each fold's reader is trained on the other folds' examples, grouped by fold (one group
-per fold, capped by a hash sample): `TrainFold` is a step of its own after the grouping, so a
-cluster trains the folds on different workers. A fold's model is written as an artifact whose
-path reaches the prediction as a side input; prediction is Beam's `RunInference`, one per fold,
-with a model handler that loads that artifact (`ReaderModelHandler`). A triple the reader
-answers correctly (exact match with any reference) is dropped; the others are kept.
+per fold, capped by a hash sample): `TrainFold` is a step of its own after the grouping and a
+reshuffle of the groups, so a cluster trains the folds on different workers. A fold's model is
+written as an artifact whose path reaches the prediction as a side input; prediction is Beam's
+`RunInference`, one per fold, with a model handler that loads that artifact
+(`ReaderModelHandler`). A triple the reader answers correctly (exact match with any reference) is
+dropped; the others are kept.
 """
 from __future__ import annotations
 
@@ -186,6 +187,9 @@ class MachineFilter(beam.PTransform):
         paths = (
             groups
             | "GroupByFold" >> beam.GroupByKey()
+            # Flink places the groups by a hash of the fold, which can put most folds on one
+            # worker; a reshuffle (round robin there) deals them out over the workers again.
+            | "SpreadFolds" >> beam.Reshuffle()
             | "TrainFold" >> beam.ParDo(TrainFoldFn(reader, self._output, self._choice, training_log))
         )
         parts = examples | "RouteByFold" >> beam.Partition(fold_route, folds + 1, beam.pvalue.AsDict(paths))
