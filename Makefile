@@ -8,24 +8,15 @@ STAMP := $(VENV)/.installed-stamp
 WORDNET := $(VENV)/nltk_data/corpora/wordnet
 WORDNET_STAMP := $(WORDNET)/.installed-stamp
 WORDNET_DEBS := $(VENV)/wordnet-debs
-# Hugging Face `datasets`, the tests' independent reader of our releases, in a venv of its own:
-# it needs a newer dill and pyarrow than Beam 2.62 (the Beam pinned for Flink) allows.
-HF_VENV := .venv-hf
-HF_STAMP := $(HF_VENV)/.installed-stamp
 FLINK := services/flink/flink.sh
 S3 := services/s3/s3.sh
 # The venv's bin on PATH: Beam's external worker pool starts a bare `python`.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv demo test test-fast lint docs docs-check bench fidelity fuzz browser-deps screenshots clean \
-	flink-fetch flink-up flink-down services-test s3-fetch s3-up s3-down
+	flink-fetch flink-up flink-down services-test s3-fetch s3-up s3-down test-beam
 
-venv: $(STAMP) $(WORDNET_STAMP) $(HF_STAMP)
-
-$(HF_STAMP):
-	$(PYTHON) -m venv $(HF_VENV)
-	$(HF_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'datasets>=3.0'
-	touch $@
+venv: $(STAMP) $(WORDNET_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,7 +44,7 @@ demo: $(STAMP) $(WORDNET_STAMP)
 
 # The whole suite, then the tests on the real Flink cluster and S3 server (which `services-test`
 # starts and stops).
-test: lint docs-check browser-deps $(HF_STAMP)
+test: lint docs-check browser-deps
 	$(PY) -m pytest -m "not flink and not s3"
 	$(MAKE) services-test
 
@@ -110,6 +101,17 @@ browser-deps:
 screenshots: $(STAMP) $(WORDNET_STAMP) browser-deps
 	CSDATA_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/browser -q
 
+# The suite without the Flink and S3 tests on another Beam, in a venv of its own (how the lowest
+# supported Beam is checked): make test-beam VERSION=2.76.0. WordNet is .venv's (NLTK_DATA).
+BEAM_VENV = .venv-beam-$(VERSION)
+test-beam: $(STAMP) $(WORDNET_STAMP) browser-deps
+	@[ -n "$(VERSION)" ] || { echo "make test-beam VERSION=2.76.0: name a Beam version" >&2; exit 2; }
+	[ -f $(BEAM_VENV)/.installed-stamp ] || { $(PYTHON) -m venv $(BEAM_VENV) && \
+	  $(BEAM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	    -e '.[dev,neural,annotators,docs]' 'apache-beam[aws]==$(VERSION)' && touch $(BEAM_VENV)/.installed-stamp; }
+	$(BEAM_VENV)/bin/python -c 'import apache_beam; assert apache_beam.__version__ == "$(VERSION)", apache_beam.__version__'
+	PATH=$(CURDIR)/$(BEAM_VENV)/bin:$$PATH NLTK_DATA=$(CURDIR)/$(VENV)/nltk_data $(BEAM_VENV)/bin/python -m pytest -m "not flink and not s3"
+
 # Unit tests only (no end-to-end pipelines, no real models): under two minutes.
 test-fast: $(STAMP) $(WORDNET_STAMP) browser-deps
 	$(PY) -m pytest -m "not slow and not flink and not s3"
@@ -149,4 +151,4 @@ fidelity: $(STAMP) $(WORDNET_STAMP)
 	  ../shared/samples/cnndm/hf_train_sample.jsonl
 
 clean:
-	rm -rf $(VENV) $(HF_VENV) out site
+	rm -rf $(VENV) .venv-beam-* out site

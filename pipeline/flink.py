@@ -5,8 +5,13 @@ is all a user adds, and csdata fills in what Beam's defaults get wrong without D
   installed with csdata beside this Python) as the boot command, so each TaskManager starts its
   own Python workers. Beam's default asks for Docker; LOOPBACK would run all Python work in the
   submitting process.
-- Beam's Flink job server: the class path that `make flink-fetch` (services/flink) caches, as
-  `--flink_job_server_jar`. Beam would download a shaded jar, which fails offline.
+- `--flink_version`: the cluster's own Flink version (REST `/config`), so that the job server
+  Beam picks is the one for that cluster (Beam's default is its newest Flink).
+- Beam's Flink job server: Beam's own (the jar of its version that it downloads from Maven
+  Central, or finds in its jar cache) wherever it can get it. Only where it cannot (offline,
+  or a registry that does not serve it) and the cluster runs the Flink that csdata's fallback
+  job server is built for: the class path that `make flink-fetch` (services/flink) caches, as
+  `--flink_job_server_jar`.
 - `--parallelism`: the cluster's free slots (Flink's own default is 1 in PyPI's config).
 - `--experiments=pre_optimize=all`: the graph is fused by Beam's Python SDK, not by the job
   server (whose fuser fails on a Flatten of a Flatten).
@@ -22,6 +27,7 @@ import logging
 import signal
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
@@ -33,14 +39,18 @@ from transforms.core.errors import UserError
 FLINK_RUNNER_NAMES = frozenset({"flinkrunner", "apache_beam.runners.portability.flink_runner.flinkrunner"})
 EMBEDDED_MASTERS = frozenset({"[local]", "[auto]", "[collection]"})
 BOOT_COMMAND = "csdata-sdk-worker"
-# Keep equal to `beam.version` in services/flink/job-server/pom.xml and the apache-beam pin.
-BEAM_VERSION = "2.62.0"
+# The fallback job server of `services/flink/flink.sh fetch`: keep equal to `beam.version` and
+# `flink.minor` in services/flink/job-server/pom.xml. It serves current Python SDKs too (the
+# Flink suite compares every table with an in-process run: docs/runners.md, "Versions").
+FALLBACK_BEAM_VERSION = "2.62.0"
+FALLBACK_FLINK_VERSION = "1.19"
 REST_TIMEOUT = 5.0
+PROBE_TIMEOUT = 5.0   # asking Maven Central whether Beam's own job server is there
 
 
 def job_server_jar() -> Path:
-    """Where `services/flink/flink.sh fetch` puts the job server's launcher jar."""
-    return cache_dir() / f"beam-flink-job-server-{BEAM_VERSION}" / "job-server.jar"
+    """Where `services/flink/flink.sh fetch` puts the fallback job server's launcher jar."""
+    return cache_dir() / f"beam-flink-job-server-{FALLBACK_BEAM_VERSION}" / "job-server.jar"
 
 
 def option_value(args: Sequence[str], name: str) -> Optional[str]:
@@ -104,6 +114,79 @@ def free_slots(master: str) -> int:
     return slots
 
 
+def cluster_flink_version(master: str) -> Optional[str]:
+    """The cluster's Flink version as `major.minor` (REST `/config`), None when it does not say."""
+    try:
+        version = str(rest_get(master, "/config").get("flink-version", ""))
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    parts = version.split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) else None
+
+
+def beam_flink_versions() -> list[str]:
+    """The Flink versions this Beam publishes job servers for (its `--flink_version` choices)."""
+    from apache_beam.options.pipeline_options import FlinkRunnerOptions
+
+    return list(FlinkRunnerOptions.PUBLISHED_FLINK_VERSIONS)
+
+
+def beam_job_server(flink_version: str) -> str:
+    """The Maven Central URL of this Beam's own job server for `flink_version` (what Beam's
+    FlinkRunner downloads when no `--flink_job_server_jar` is given)."""
+    from apache_beam.utils.subprocess_server import JavaJarServer
+
+    return JavaJarServer.path_to_beam_jar(f":runners:flink:{flink_version}:job-server:shadowJar")
+
+
+def beam_can_get(url: str, jar_cache: Optional[str] = None) -> bool:
+    """Whether Beam can use its own job server at `url`: already in its jar cache, or served
+    there now (a HEAD request answered 200 within `PROBE_TIMEOUT`)."""
+    from apache_beam.utils.subprocess_server import JavaJarServer
+
+    cache = Path(jar_cache or JavaJarServer.JAR_CACHE)
+    if (cache / Path(urllib.parse.urlparse(url).path).name).is_file() or Path(url).is_file():
+        return True
+    request = urllib.request.Request(url, method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def job_server_args(args: Sequence[str], master: str) -> list[str]:
+    """`--flink_version` and, where Beam cannot get its own job server, csdata's fallback
+    (see the module docstring); nothing where the user names a job server or endpoint."""
+    if any(option_value(args, name) is not None
+           for name in ("flink_job_server_jar", "job_endpoint")) or "--flink_submit_uber_jar" in args:
+        return []
+    added = []
+    version = option_value(args, "flink_version")
+    if version is None:
+        version = cluster_flink_version(master)
+        if version is not None and version not in beam_flink_versions():
+            raise UserError(f"--flink_master {master} runs Flink {version}; this Beam has job servers for "
+                            f"Flink {', '.join(beam_flink_versions())}: run a cluster of one of those, "
+                            "or pass --flink_job_server_jar")
+        if version is not None:
+            added.append(f"--flink_version={version}")
+    version = version or beam_flink_versions()[-1]
+    url = beam_job_server(version)
+    if beam_can_get(url, option_value(args, "jar_cache_dir")):
+        return added
+    jar = job_server_jar()
+    if version != FALLBACK_FLINK_VERSION:
+        raise UserError(f"Beam's job server for Flink {version} can neither be found in its jar cache nor "
+                        f"downloaded ({url}); put it there or pass --flink_job_server_jar (csdata's offline "
+                        f"fallback serves Flink {FALLBACK_FLINK_VERSION} only)")
+    if not jar.is_file():
+        raise UserError(f"Beam's Flink job server cannot be downloaded ({url}), and csdata's fallback is not "
+                        f"in {jar.parent}: run `make flink-fetch` once (it needs Maven), or pass "
+                        "--flink_job_server_jar")
+    return [*added, f"--flink_job_server_jar={jar}"]
+
+
 def boot_command() -> Path:
     """`csdata-sdk-worker` beside this Python (the same path on every node of a cluster whose
     nodes install csdata alike)."""
@@ -127,14 +210,9 @@ def cluster_args(args: Sequence[str]) -> list[str]:
                 raise UserError(f"{boot} is missing: install csdata into this Python (pip install "
                                 "csdata), or pass --environment_type and its command")
             added.append(f"--environment_options=process_command={boot}")
-    if option_value(args, "flink_job_server_jar") is None:
-        jar = job_server_jar()
-        if not jar.is_file():
-            raise UserError(f"Beam's Flink job server is not in {jar.parent}: run `make flink-fetch` "
-                            "once (it needs Maven), or pass --flink_job_server_jar")
-        added.append(f"--flink_job_server_jar={jar}")
     if option_value(args, "parallelism") is None:
         added.append(f"--parallelism={free_slots(master)}")
+    added.extend(job_server_args(args, master))
     if not any(a.startswith("--experiments=pre_optimize=") for a in args):
         # Fuse on the Python side: the job server's own fuser rejects a Flatten that reads
         # another Flatten's output ("PCollectionNodes ... were consumed but never produced"),

@@ -21,10 +21,11 @@ if TYPE_CHECKING:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-# Beam's in-process runner by its full name (Beam 2.62 knows no short name for it).
+# Beam's in-process runner, by its full name (Beam's own default would first try to download the
+# Prism runner, which fails offline).
 DEFAULT_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
-# Beam 2.62's default pickler is dill; csdata's steps are written for cloudpickle (Beam's default
-# from 2.65 on), which pickles functions and lambdas by value instead of by module reference.
+# csdata's steps are written for cloudpickle, which pickles functions and lambdas by value. Named
+# although it is Beam's default, so that a run's recorded options say which pickler it used.
 PICKLE_LIBRARY = "cloudpickle"
 STAGING_SUFFIX = ".csdata-staging"
 PREVIOUS_SUFFIX = ".csdata-previous"
@@ -40,15 +41,22 @@ BEAM_NOISE = (("ignore", r"Polyfit may be poorly conditioned", "apache_beam\\.tr
 # reports (one line for a known failure, the traceback for a bug): the log says it twice.
 BEAM_ERROR_ECHO = "apache_beam.runners.common"
 STORE_CLIENTS = "apache_beam/io/"   # Beam's filesystems (aws/, gcp/, azure/) log the same way
+# Beam's launcher of the Flink job server warns as it starts and stops the Java process and while
+# it waits for its port: routine steps of every cluster run, not problems. Its errors still show.
+SERVICE_LAUNCHER = "apache_beam/utils/subprocess_server.py"
 VERBOSE_ENV = "CSDATA_VERBOSE"   # set by `csdata -v`: everything reaches the terminal
 
 
 class _StoreErrorEcho(logging.Filter):
     """Beam's object-store clients log each failed call's traceback on the root logger, then
-    raise: the error is reported once, by csdata, in one line."""
+    raise: the error is reported once, by csdata, in one line. Beam's service launcher's routine
+    warnings (`SERVICE_LAUNCHER`) are dropped too."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.levelno >= logging.ERROR and STORE_CLIENTS in record.pathname.replace(os.sep, "/"))
+        path = record.pathname.replace(os.sep, "/")
+        if path.endswith(SERVICE_LAUNCHER):
+            return record.levelno >= logging.ERROR
+        return not (record.levelno >= logging.ERROR and STORE_CLIENTS in path)
 
 
 def quiet_beam_noise() -> None:
@@ -60,6 +68,7 @@ def quiet_beam_noise() -> None:
     if os.environ.get(VERBOSE_ENV):
         return
     logging.getLogger(BEAM_ERROR_ECHO).setLevel(logging.CRITICAL)
+    logging.getLogger("apache_beam.utils.subprocess_server").setLevel(logging.ERROR)
     root = logging.getLogger()
     if not any(isinstance(f, _StoreErrorEcho) for f in root.filters):
         root.addFilter(_StoreErrorEcho())

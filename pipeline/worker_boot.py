@@ -5,7 +5,8 @@ With `--environment_type=PROCESS`, Beam's Java runner starts one command per wor
 `--control_endpoint`. Beam's own such command is the Go `boot` program of its SDK container
 image, which the PyPI wheel lacks; this module does what it does for an installed SDK: asks the
 provision service for the job's pipeline options and endpoints, fetches the job's staged files
-(the pickled main session, extra packages), installs the staged packages, and starts Beam's
+(the pickled main session, extra packages), installs the staged packages into a folder of this
+worker's own (first on its `PYTHONPATH`; the node's Python is never changed), and starts Beam's
 `sdk_worker_main` in the same Python with them. `csdata`'s installation on every node provides
 the rest (Beam, spaCy and its model, the `pipeline.worker` plugin the options name).
 
@@ -77,18 +78,42 @@ def fetch_artifacts(endpoint: str, worker_id: str, dependencies, target: Path) -
     return written
 
 
-def install_staged(staged: Path) -> None:
-    """pip-install what the job staged for its workers (`--requirements_file`,
-    `--extra_package`), from the staged files alone, as Beam's container boot does."""
+class MissingOnNode(Exception):
+    """What the job staged cannot be installed from its staged files (one line, for the log)."""
+
+
+def install_staged(staged: Path, target: Path) -> list[str]:
+    """pip-install what the job staged for its workers (`--requirements_file`, `--extra_package`)
+    into `target`, a folder of this worker's own, from the staged files alone; returns the
+    `sys.path` entries to put first. Never into this Python's own site-packages: the node's
+    workers of other jobs share it, and concurrent installs into it race.
+
+    Without dependencies (`--no-deps`, as the first round of Beam's container boot): what a
+    staged package needs must be on the node or staged too. A failure is `MissingOnNode`."""
     extra = staged / "extra_packages.txt"
     packages = [str(staged / line.strip()) for line in extra.read_text().splitlines()
                 if line.strip()] if extra.is_file() else []
+    requirements = staged / "requirements.txt"
+    if not packages and not requirements.is_file():
+        return []
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-           "--no-index", f"--find-links={staged}"]
-    if (staged / "requirements.txt").is_file():
-        subprocess.run([*pip, "-r", str(staged / "requirements.txt")], check=True)
-    if packages:
-        subprocess.run([*pip, *packages], check=True)
+           "--no-index", "--no-deps", "--no-build-isolation", f"--find-links={staged}",
+           f"--target={target}"]
+    if requirements.is_file():
+        pip += ["-r", str(requirements)]
+    done = subprocess.run([*pip, *packages], capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+        raise MissingOnNode(f"the job's staged packages cannot be installed on this node: "
+                            f"{lines[-1] if lines else f'pip exited {done.returncode}'}")
+    return [str(target)]
+
+
+def first_on_path_of(env: dict[str, str], entries: Sequence[str]) -> dict[str, str]:
+    """`env` with `entries` put first on its PYTHONPATH (the worker's own installs win)."""
+    if not entries:
+        return env
+    return {**env, "PYTHONPATH": os.pathsep.join([*entries, *filter(None, [env.get("PYTHONPATH")])])}
 
 
 def remove_orphans(temp: Path) -> list[Path]:
@@ -135,10 +160,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         remove_orphans(Path(tempfile.gettempdir()))
     semi = Path(args.semi_persist_dir or tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
     staged = semi / "staged"
+    first_on_path: list[str] = []
     if args.artifact_endpoint and info.dependencies:
         files = fetch_artifacts(args.artifact_endpoint, args.id, info.dependencies, staged)
         LOG.info("worker %s: %d staged files in %s", args.id, len(files), staged)
-        install_staged(staged)
+        try:
+            first_on_path = install_staged(staged, semi / "site-packages")
+        except MissingOnNode as error:
+            LOG.error("worker %s: %s", args.id, error)
+            if not args.semi_persist_dir:
+                shutil.rmtree(semi, ignore_errors=True)
+            sys.exit(1)
     logging_url = info.logging_endpoint.url or args.logging_endpoint
     control_url = info.control_endpoint.url or args.control_endpoint
     env = dict(os.environ)
@@ -149,6 +181,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "CONTROL_API_SERVICE_DESCRIPTOR": descriptor(control_url),
         "RUNNER_CAPABILITIES": " ".join(info.runner_capabilities),
     })
+    env = first_on_path_of(env, first_on_path)
     if logging_url:
         env["LOGGING_API_SERVICE_DESCRIPTOR"] = descriptor(logging_url)
     if info.status_endpoint.url:

@@ -73,29 +73,23 @@ def loaded_modules(code: str, watched: Iterable[str]) -> list[str]:
     return probe_modules(code, watched).loaded
 
 
-HF_PYTHON = ROOT / ".venv-hf" / "bin" / "python"
-
-
 def hf_datasets(code: str, **inputs: Any) -> Any:
-    """What Hugging Face `datasets` makes of our files, from its own venv (.venv-hf: Beam 2.62's pins
-    leave no room for it in ours).
+    """What Hugging Face `datasets` (installed beside csdata, from the `dev` extra) makes of our files.
 
-    `code` runs in `.venv-hf/bin/python`, in the repository, offline, with fresh, temporary HF
-    caches; the keyword `inputs` (JSON values) are its global names, and it sets `result` to a JSON
-    value, which is returned (convert on that side: `list(ds["id"])`, `features.to_dict()`).
+    `code` runs in a fresh interpreter of this environment, in the repository, offline, with
+    fresh, temporary HF caches (a child process: `datasets` reads its cache settings when it is
+    imported); the keyword `inputs` (JSON values) are its global names, and it sets `result` to a
+    JSON value, which is returned (convert on that side: `list(ds["id"])`, `features.to_dict()`).
     """
-    if not HF_PYTHON.exists():
-        pytest.fail(f"{HF_PYTHON.relative_to(ROOT)} is missing: run `make venv` to create the venv "
-                    "that holds Hugging Face `datasets`", pytrace=False)
     script = f"import json, sys\nglobals().update(json.load(sys.stdin))\n{code}\nprint(json.dumps(result))"
     with tempfile.TemporaryDirectory(prefix="hf-home-") as home:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
         env.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=home,
                    HF_DATASETS_CACHE=str(Path(home) / "datasets"))
-        run = subprocess.run([str(HF_PYTHON), "-c", script], input=json.dumps(inputs), cwd=ROOT, env=env,
+        run = subprocess.run([sys.executable, "-c", script], input=json.dumps(inputs), cwd=ROOT, env=env,
                              capture_output=True, text=True)
     if run.returncode != 0:
-        pytest.fail(f"`datasets` in {HF_PYTHON.relative_to(ROOT)} failed:\n{run.stderr[-4000:]}")
+        pytest.fail(f"`datasets` failed:\n{run.stderr[-4000:]}")
     return json.loads(run.stdout.splitlines()[-1])
 
 

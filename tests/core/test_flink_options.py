@@ -18,8 +18,6 @@ from pipeline.flink import (
 )
 from transforms.core.errors import UserError
 
-FLINK = ["--runner=FlinkRunner", "--flink_master=localhost:8081"]
-
 
 @pytest.fixture
 def cached_jar(tmp_path, monkeypatch):
@@ -30,34 +28,119 @@ def cached_jar(tmp_path, monkeypatch):
     return jar
 
 
+def rest_server(routes: dict):
+    """A loopback HTTP server answering GET and HEAD: `routes` maps a path to (status, JSON body);
+    any other path is 404. It stands for a Flink cluster's REST API and for a Maven repository."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def answer(self, with_body: bool) -> None:
+            status, body = routes.get(self.path, (404, {}))
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if with_body:
+                self.wfile.write(data)
+
+        def do_GET(self):
+            self.answer(True)
+
+        def do_HEAD(self):
+            self.answer(False)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+OVERVIEW = {"taskmanagers": 2, "slots-total": 4, "slots-available": 4}
+BEAM_JAR = "/maven/beam-runners-flink-job-server.jar"
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    """A Flink 1.19 cluster's REST API and a Maven repository that lacks Beam's job server (as
+    the registry reached here does); `cluster(flink=..., maven=200)` changes either. Returns the
+    FlinkRunner arguments that name the cluster."""
+    servers = []
+
+    def start(flink: str = "1.19.3", maven: int = 404) -> list[str]:
+        server = rest_server({"/overview": (200, OVERVIEW), "/config": (200, {"flink-version": flink}),
+                              BEAM_JAR: (maven, {})})
+        servers.append(server)
+        port = server.server_port
+        monkeypatch.setattr("pipeline.flink.beam_job_server",
+                            lambda version: f"http://127.0.0.1:{port}{BEAM_JAR}")
+        return ["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{port}"]
+
+    yield start
+    for server in servers:
+        server.shutdown()
+
+
 def test_other_runners_are_left_alone():
     for args in ([], ["--runner=DirectRunner"], ["--runner=FlinkRunner"],
                  ["--runner=FlinkRunner", "--flink_master=[local]"]):
         assert cluster_args(args) == args
 
 
-def test_a_cluster_run_gets_process_workers_the_cached_job_server_and_a_job_name(cached_jar):
-    args = cluster_args([*FLINK, "--parallelism=3"])
+def test_offline_a_cluster_run_gets_process_workers_the_fallback_job_server_and_a_job_name(
+        cached_jar, cluster):
+    args = cluster_args([*cluster(), "--parallelism=3"])
     assert option_value(args, "environment_type") == "PROCESS"
     command = option_value(args, "environment_options")
     assert command is not None and command.startswith("process_command=/")
     assert command.endswith("/csdata-sdk-worker")
+    assert option_value(args, "flink_version") == "1.19"      # the cluster's, not Beam's newest
     assert option_value(args, "flink_job_server_jar") == str(cached_jar)
     assert option_value(args, "parallelism") == "3"
     assert (option_value(args, "job_name") or "").startswith("csdata-")
     assert option_value(args, "experiments") == "pre_optimize=all"
 
 
-def test_what_the_user_passes_wins(cached_jar):
-    given = [*FLINK, "--environment_type=LOOPBACK", "--flink_job_server_jar=/opt/js.jar",
+def test_beam_keeps_its_own_job_server_where_it_can_download_it(cached_jar, cluster):
+    args = cluster_args(cluster(maven=200))
+    assert option_value(args, "flink_version") == "1.19"
+    assert option_value(args, "flink_job_server_jar") is None
+
+
+def test_beam_keeps_its_own_job_server_found_in_its_jar_cache(cached_jar, cluster, tmp_path):
+    jars = tmp_path / "beam-jars"
+    jars.mkdir()
+    (jars / BEAM_JAR.rsplit("/", 1)[1]).write_bytes(b"PK")
+    args = cluster_args([*cluster(), f"--jar_cache_dir={jars}"])
+    assert option_value(args, "flink_job_server_jar") is None
+
+
+def test_what_the_user_passes_wins(cached_jar, cluster):
+    master = cluster()
+    given = [*master, "--environment_type=LOOPBACK", "--flink_job_server_jar=/opt/js.jar",
              "--parallelism", "7", "--job_name=mine", "--experiments=pre_optimize=default"]
     assert cluster_args(given) == given
+    endpoint = cluster_args([*master, "--job_endpoint=localhost:8099", "--parallelism=2"])
+    assert option_value(endpoint, "flink_job_server_jar") is None
+    assert option_value(endpoint, "flink_version") is None
 
 
-def test_a_missing_job_server_names_the_make_target(tmp_path, monkeypatch):
+@pytest.mark.parametrize("flink, expected", [
+    ("1.17.2", "runs Flink 1.17"),                  # no job server of this Beam fits it
+    ("2.2.0", "--flink_job_server_jar"),             # Beam's fits, but offline; the fallback does not
+])
+def test_a_cluster_no_job_server_serves_is_one_line(cached_jar, cluster, flink, expected):
+    with pytest.raises(UserError) as error:
+        cluster_args([*cluster(flink=flink), "--parallelism=2"])
+    assert expected in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_missing_fallback_job_server_names_the_make_target(tmp_path, monkeypatch, cluster):
     monkeypatch.setenv("CSDATA_CACHE_DIR", str(tmp_path))
     with pytest.raises(UserError, match="make flink-fetch"):
-        cluster_args([*FLINK, "--parallelism=2"])
+        cluster_args([*cluster(), "--parallelism=2"])
 
 
 def test_an_unreachable_cluster_is_one_line_before_any_work(cached_jar):
@@ -106,41 +189,23 @@ def test_the_root_cause_of_a_failed_job():
     assert root_cause("java.io.IOException: disk full") == "java.io.IOException: disk full"
 
 
-def overview_server(overview: dict):
-    """A loopback HTTP server that answers Flink's `/overview` with `overview`."""
-    import http.server
-    import threading
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = json.dumps(overview).encode()
-            self.send_response(200 if self.path == "/overview" else 404)
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 @pytest.mark.parametrize("overview, parallelism", [
     ({"taskmanagers": 2, "slots-total": 4, "slots-available": 3}, "3"),   # the free slots
     ({"taskmanagers": 2, "slots-total": 4, "slots-available": 0}, "4"),   # busy: the job waits for all
 ])
 def test_parallelism_is_the_free_slots_else_all_of_them(cached_jar, overview, parallelism):
-    server = overview_server(overview)
+    server = rest_server({"/overview": (200, overview)})
     try:
-        args = cluster_args(["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{server.server_port}"])
+        args = cluster_args(["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{server.server_port}",
+                             "--flink_job_server_jar=/opt/js.jar"])
     finally:
         server.shutdown()
     assert option_value(args, "parallelism") == parallelism
 
 
 def test_a_cluster_without_slots_is_one_line(cached_jar):
-    server = overview_server({"taskmanagers": 0, "slots-total": 0, "slots-available": 0})
+    server = rest_server({"/overview": (200, {"taskmanagers": 0, "slots-total": 0,
+                                                 "slots-available": 0})})
     try:
         with pytest.raises(UserError, match="has no task slot"):
             cluster_args(["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{server.server_port}"])

@@ -46,3 +46,29 @@ def test_the_cli_sets_verbose_for_the_workers_it_starts(flags, shown):
             f"main({flags!r} + ['stats', '/nonexistent'])\n"
             "print(os.environ.get('CSDATA_VERBOSE', ''), file=sys.stderr)")
     assert stderr_of(code).splitlines()[-1] == ("1" if shown else "")
+
+
+# Beam's launcher of a Java job server (as for Flink) around a command that never opens its port:
+# it warns as it starts and stops each try, then logs the failure as an error and raises.
+SERVICE_THAT_NEVER_ANSWERS = """
+import logging, sys
+logging.basicConfig()
+from pipeline.runner import quiet_beam_noise
+quiet_beam_noise()
+from apache_beam.portability.api import beam_job_api_pb2_grpc
+from apache_beam.utils.subprocess_server import SubprocessServer
+server = SubprocessServer(beam_job_api_pb2_grpc.JobServiceStub,
+                          [sys.executable, "-c", "import time; time.sleep(0.5)", "{{PORT}}"])
+try:
+    server.start()
+except RuntimeError:
+    pass
+"""
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_the_job_server_launchers_routine_warnings_are_hidden_and_its_errors_shown(verbose):
+    err = stderr_of(SERVICE_THAT_NEVER_ANSWERS, **({"CSDATA_VERBOSE": "1"} if verbose else {}))
+    assert ("Really starting service" in err) is verbose
+    assert ("Really destroying service" in err) is verbose
+    assert "ERROR:apache_beam.utils.subprocess_server:Failed to start job service" in err

@@ -82,3 +82,83 @@ def test_staging_directories_of_boots_that_are_gone_are_removed(tmp_path):
         (folder / "staged").mkdir(parents=True)
     assert remove_orphans(tmp_path) == [orphan]
     assert live.exists() and other.exists() and not orphan.exists()
+
+
+def write_wheel(folder: Path, name: str, version: str, source: str) -> Path:
+    """A pure-Python wheel of one module `name` (what `--extra_package` stages)."""
+    import zipfile
+
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}.py": source,
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in [*files, f"{info}/RECORD"])
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+def imports(module: str, pythonpath: str = "") -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    done = subprocess.run([sys.executable, "-c", f"import {module}; print({module}.VALUE)"],
+                          env=env, capture_output=True, text=True, cwd="/")
+    return done.stdout.strip() if done.returncode == 0 else "not importable"
+
+
+def test_staged_packages_go_into_the_workers_own_folder_never_into_the_nodes_python(tmp_path):
+    from pipeline.worker_boot import install_staged
+
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    wheel = write_wheel(staged, "csdata_staged_probe", "1.0", "VALUE = 'staged'\n")
+    (staged / "extra_packages.txt").write_text(wheel.name + "\n")
+    first = [install_staged(staged, tmp_path / f"worker{i}" / "site-packages") for i in (1, 2)]
+    assert first == [[str(tmp_path / "worker1" / "site-packages")], [str(tmp_path / "worker2" / "site-packages")]]
+    assert imports("csdata_staged_probe", first[0][0]) == "staged"
+    assert imports("csdata_staged_probe") == "not importable"      # the node's Python is as it was
+
+
+def test_the_worker_imports_its_own_install_before_what_the_node_has(tmp_path):
+    from pipeline.worker_boot import first_on_path_of, install_staged, run_worker
+
+    node = tmp_path / "node"        # stands for a version the node's Python already has
+    node.mkdir()
+    (node / "csdata_staged_probe.py").write_text("VALUE = 'node'\n")
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    wheel = write_wheel(staged, "csdata_staged_probe", "2.0", "VALUE = 'staged'\n")
+    (staged / "extra_packages.txt").write_text(wheel.name + "\n")
+    env = first_on_path_of({**os.environ, "PYTHONPATH": str(node)},
+                           install_staged(staged, tmp_path / "worker" / "site-packages"))
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(tmp_path / "worker" / "site-packages"), str(node)]
+    seen = tmp_path / "seen"
+    code = f"import csdata_staged_probe as p; open({str(seen)!r}, 'w').write(p.VALUE)"
+    assert run_worker([sys.executable, "-c", code], env) == 0
+    assert seen.read_text() == "staged"
+
+
+def test_a_job_staging_nothing_installs_nothing(tmp_path):
+    from pipeline.worker_boot import install_staged
+
+    (tmp_path / "staged").mkdir()
+    assert install_staged(tmp_path / "staged", tmp_path / "site-packages") == []
+    assert not (tmp_path / "site-packages").exists()
+
+
+def test_a_staged_package_that_cannot_be_installed_is_one_line(tmp_path):
+    from pipeline.worker_boot import MissingOnNode, install_staged
+
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    (staged / "requirements.txt").write_text("csdata-not-staged-anywhere==1.0\n")
+    try:
+        install_staged(staged, tmp_path / "site-packages")
+    except MissingOnNode as error:
+        message = str(error)
+    else:
+        raise AssertionError("a requirement that was not staged installed")
+    assert "csdata-not-staged-anywhere" in message and "\n" not in message

@@ -138,7 +138,7 @@ def test_run_inference_loads_the_model_its_side_input_names(tmp_path):
     import random
 
     import apache_beam as beam
-    from apache_beam.ml.inference.base import ModelMetadata, RunInference
+    from transforms.core.inference import ModelMetadata, RunInference
     from apache_beam.testing.test_pipeline import TestPipeline
     from apache_beam.testing.util import assert_that, equal_to
 

@@ -15,11 +15,11 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.ml.inference.base import ModelHandler, ModelMetadata, PredictionResult, RunInference
 
 from data_specs.models import FilterSection
 from transforms.core.accounting import Reject
 from transforms.core.hashing import unit_hash
+from transforms.core.inference import ModelHandler, ModelMetadata, PredictionResult, RunInference
 from transforms.core.models import release_memory
 from transforms.core.progress import ProgressLine
 from transforms.core.reporting import TaskLog

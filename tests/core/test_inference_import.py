@@ -1,0 +1,22 @@
+"""Beam's RunInference without Beam's ModelManager (`transforms.core.inference`): a graph with a
+machine filter does not load torch and scipy in every process that imports it, and Beam's own
+lazy import of the ModelManager still works afterwards."""
+from __future__ import annotations
+
+from tests.conftest import loaded_modules, probe_modules
+
+HEAVY = ["torch", "scipy", "apache_beam.ml.inference.model_manager"]
+
+
+def test_the_record_graphs_and_the_lexical_filter_load_no_torch():
+    code = "import pipeline.record_beam, transforms.record.machine_filter, transforms.record.readers.lexical"
+    assert loaded_modules(code, HEAVY) == []
+
+
+def test_beams_model_manager_still_imports_where_it_is_asked_for():
+    code = ("import transforms.core.inference\n"
+            "from apache_beam.ml.inference.model_manager import ModelManager\n"
+            "print(ModelManager.__name__)")
+    probe = probe_modules(code, HEAVY)
+    assert probe.stdout == "ModelManager"
+    assert probe.loaded == sorted(HEAVY)
