@@ -150,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     from apache_beam.portability.api import beam_provision_api_pb2, beam_provision_api_pb2_grpc
     from google.protobuf import json_format
 
-    logging.basicConfig(level=logging.INFO, format="csdata-sdk-worker %(levelname)s %(message)s")
+    # force: importing Beam may already have given the root logger a WARNING-level handler.
+    logging.basicConfig(level=logging.INFO, format="csdata-sdk-worker %(levelname)s %(message)s", force=True)
     args = parse_args(sys.argv[1:] if argv is None else argv)
     with grpc.insecure_channel(args.provision_endpoint) as channel:
         stub = beam_provision_api_pb2_grpc.ProvisionServiceStub(channel)
@@ -161,8 +162,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     semi = Path(args.semi_persist_dir or tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
     staged = semi / "staged"
     first_on_path: list[str] = []
-    if args.artifact_endpoint and info.dependencies:
-        files = fetch_artifacts(args.artifact_endpoint, args.id, info.dependencies, staged)
+    # Beam's Java runner names the artifact service in the provision info, not on the command line.
+    artifact_url = args.artifact_endpoint or info.artifact_endpoint.url
+    if artifact_url and info.dependencies:
+        files = fetch_artifacts(artifact_url, args.id, info.dependencies, staged)
         LOG.info("worker %s: %d staged files in %s", args.id, len(files), staged)
         try:
             first_on_path = install_staged(staged, semi / "site-packages")

@@ -13,6 +13,7 @@ from pathlib import Path
 from apache_beam.portability.api import beam_runner_api_pb2
 
 from pipeline.worker_boot import STAGING_ROLE, descriptor, parse_args, staged_name
+from tests.wheels import write_wheel
 
 
 def test_the_process_environment_arguments_are_read_and_unknown_ones_ignored():
@@ -82,22 +83,6 @@ def test_staging_directories_of_boots_that_are_gone_are_removed(tmp_path):
         (folder / "staged").mkdir(parents=True)
     assert remove_orphans(tmp_path) == [orphan]
     assert live.exists() and other.exists() and not orphan.exists()
-
-
-def write_wheel(folder: Path, name: str, version: str, source: str) -> Path:
-    """A pure-Python wheel of one module `name` (what `--extra_package` stages)."""
-    import zipfile
-
-    wheel = folder / f"{name}-{version}-py3-none-any.whl"
-    info = f"{name}-{version}.dist-info"
-    files = {f"{name}.py": source,
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-    files[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in [*files, f"{info}/RECORD"])
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
-    return wheel
 
 
 def imports(module: str, pythonpath: str = "") -> str:

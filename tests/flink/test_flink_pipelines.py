@@ -26,6 +26,7 @@ import pytest
 from pipeline.cli import main
 from pipeline.flink import rest_get
 from tests.conftest import INPUTS, URL_LISTS, parquet_rows
+from tests.wheels import write_wheel
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]
 
@@ -188,6 +189,25 @@ def test_the_workers_of_both_taskmanagers_get_the_pipeline_options(tmp_path, cap
         assert started, f"no Python worker of TaskManager {tm} logged this job's options"
         assert "'beam_plugins': ['pipeline.worker']" in started[-1]
         assert "'pickle_library': 'cloudpickle'" in started[-1]
+
+
+def test_staged_packages_reach_the_workers_and_leave_the_nodes_python_as_it_was(
+        tmp_path, capsys, taskmanagers):
+    # A staged wheel whose module each worker imports as a Beam plugin as it starts; importing it
+    # writes down where it was found.
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    source = (f"import os, pathlib\n"
+              f"pathlib.Path({str(seen)!r}, str(os.getpid())).write_text(__file__)\n")
+    wheel = write_wheel(tmp_path, "csdata_flink_staged_probe", "1.0", source)
+    run(["protoqa", "questions", "--input", str(PROTOQA / "scraped.jsonl"), "--output", str(tmp_path / "out"),
+         *FLINK, f"--extra_package={wheel}", "--beam_plugins=csdata_flink_staged_probe"], capsys)
+    found = [p.read_text() for p in seen.iterdir()]
+    assert len(found) >= len(taskmanagers), found          # a worker of each TaskManager
+    for path in found:                                     # from the worker's own folder
+        assert "/csdata-sdk-worker-" in path and "/site-packages/" in path, path
+    node = subprocess.run([sys.executable, "-c", "import csdata_flink_staged_probe"], capture_output=True)
+    assert node.returncode != 0                            # the node's Python never got it
 
 
 def test_cosmos_paragraphs(tmp_path, capsys, taskmanagers):

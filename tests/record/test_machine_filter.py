@@ -138,12 +138,12 @@ def test_run_inference_loads_the_model_its_side_input_names(tmp_path):
     import random
 
     import apache_beam as beam
-    from transforms.core.inference import ModelMetadata, RunInference
     from apache_beam.testing.test_pipeline import TestPipeline
     from apache_beam.testing.util import assert_that, equal_to
 
     from data_specs import load_spec
     from tests.record.test_readers import triple
+    from transforms.core.inference import ModelMetadata, RunInference
     from transforms.record.machine_filter import ReaderModelHandler
     from transforms.record.readers import make_reader
 
