@@ -20,3 +20,14 @@ def test_beams_model_manager_still_imports_where_it_is_asked_for():
     probe = probe_modules(code, HEAVY)
     assert probe.stdout == "ModelManager"
     assert probe.loaded == sorted(HEAVY)
+
+
+def test_runinference_reads_its_memory_use_without_a_warning():
+    code = ("import logging, sys\n"
+            "logging.basicConfig(stream=sys.stdout)\n"
+            "from transforms.core import inference\n"
+            "from apache_beam.ml.inference import base\n"
+            "print(base._get_current_process_memory_in_bytes() > 0)")
+    printed = probe_modules(code, HEAVY).stdout
+    assert "Resource module is not available" not in printed
+    assert printed.splitlines()[-1] == "True"

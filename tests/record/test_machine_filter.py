@@ -25,7 +25,7 @@ def test_training_keys_never_include_the_own_fold():
     assert 1.6 < sum(sampled) / len(sampled) < 2.4   # about half of the 4 other folds
 
 
-def test_filter_end_to_end_on_the_demo_run(record_generate_run, tmp_path, capsys):
+def test_filter_end_to_end_on_the_demo_run(record_generate_run, tmp_path, capsys, caplog):
     out = tmp_path / "filtered"
     assert main(["record", "filter", str(record_generate_run), "--output", str(out), "--folds", "3"]) == 0
     summary = json.loads((out / "summary.json").read_text())
@@ -52,6 +52,8 @@ def test_filter_end_to_end_on_the_demo_run(record_generate_run, tmp_path, capsys
     assert (out / "models").is_dir() and len(list((out / "models").iterdir())) == 3
     printed = capsys.readouterr().out
     assert "random" in printed and "machine_filter" in printed
+    # RunInference reads its memory use once per batch (transforms/core/inference.py).
+    assert not [r for r in caplog.records if "Resource module is not available" in r.getMessage()]
 
 
 def test_predictions_reader_reproduces_a_run(record_generate_run, tmp_path):

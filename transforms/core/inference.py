@@ -7,12 +7,21 @@ driver of `record generate`, each worker of `record filter` with the lexical rea
 `ModelManager` serves `RunInference(..., use_model_manager=True)`, which csdata never asks for,
 and Beam imports it again itself on that path. So the base module is imported while Beam's
 `model_manager` module reads as absent (Beam catches that ImportError), and the entry is removed
-again right after, so that a later import of it works as usual.
+again right after, so that a later import of it works as usual. The same `try` of Beam's imports
+the standard `resource` module, by which RunInference reads its memory use; the failed import
+leaves it None there (and a warning per bundle), so it is given back.
 """
 from __future__ import annotations
 
 import sys
 from types import ModuleType
+from typing import Optional
+
+try:
+    import resource as _resource
+    stdlib_resource: Optional[ModuleType] = _resource
+except ImportError:   # not on Windows: Beam has none there either
+    stdlib_resource = None
 
 BASE = "apache_beam.ml.inference.base"
 MODEL_MANAGER = "apache_beam.ml.inference.model_manager"
@@ -30,6 +39,8 @@ def import_inference_base() -> ModuleType:
     finally:
         if blocked and sys.modules.get(MODEL_MANAGER, 0) is None:
             del sys.modules[MODEL_MANAGER]
+    if getattr(base, "resource", 0) is None:
+        setattr(base, "resource", stdlib_resource)  # noqa: B010
     return base
 
 
