@@ -465,10 +465,11 @@ def run_on_cluster(pipeline: Any, master: str) -> Any:
             result = pipeline.run()
             # Beam's job service handle takes SIGINT for its own `stop` (the job server dies and
             # the driver ends in a gRPC traceback, the job running on): csdata's handler comes
-            # back, and cancelling the job stops that job server after it.
-            beam_stop = signal.getsignal(signal.SIGINT)
-            if beam_stop is not ours and callable(beam_stop):
-                monitor.stop_job_server = beam_stop
+            # back, and cancelling the job stops that job server after it, through the `stop`
+            # of the object whose method Beam's handler is (its handler itself would call ours).
+            beam_handler = signal.getsignal(signal.SIGINT)
+            if beam_handler is not ours and callable(beam_handler):
+                monitor.stop_job_server = getattr(getattr(beam_handler, "__self__", None), "stop", None)
                 signal.signal(signal.SIGINT, ours)
             try:
                 result.wait_until_finish()

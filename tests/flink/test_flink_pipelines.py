@@ -254,6 +254,16 @@ def test_the_users_options_win(tmp_path, capsys, taskmanagers):
     assert config["job-parallelism"] == 2
 
 
+def child_job_server(proc: Path, parent: int) -> bool:
+    """Whether /proc entry `proc` is a Beam job server (java -jar ...job-server...) started by `parent`."""
+    try:
+        stat = (proc / "stat").read_text()
+        cmdline = (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return int(stat.rsplit(")", 1)[1].split()[1]) == parent and b"job-server" in cmdline
+
+
 def test_ctrl_c_cancels_the_job_on_the_cluster_and_keeps_the_previous_output(tmp_path, capsys, taskmanagers):
     output = tmp_path / "out"
     annotate = ["record", "annotate", *RECORD_INPUTS, "--output", str(output)]
@@ -270,9 +280,15 @@ def test_ctrl_c_cancels_the_job_on_the_cluster_and_keeps_the_previous_output(tmp
             job_id = found.group(1)
             break
     assert job_id is not None, "the run printed no Flink job id"
+    job_servers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and child_job_server(p, driver.pid)]
+    assert job_servers, "no job server process under the driver"
     driver.send_signal(signal.SIGINT)
     rest = driver.stderr.read()
     assert driver.wait(timeout=60) == 130, rest
+    deadline = time.monotonic() + 30
+    while any(p.exists() for p in job_servers):     # the job server goes with the driver
+        assert time.monotonic() < deadline, f"the job server outlived the driver: {job_servers}"
+        time.sleep(0.2)
     assert f"csdata: interrupted (SIGINT); Flink job {job_id} cancelled; previous output kept" in rest
     assert rest_get(MASTER, f"/jobs/{job_id}")["state"] == "CANCELED"
     assert digest(output) == before
