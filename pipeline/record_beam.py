@@ -162,8 +162,7 @@ def write_with_rejects(tables: dict[str, beam.PCollection], ledger: Ledger, out:
     ledger's: each stage's rejects are written in that stage, so none cross to a writer."""
     names = (*tables, *["rejects"] * len(ledger.rejects))
     return (*tables.values(), *ledger.rejects) | "WriteTables" >> WriteTables(
-        out, names, shards, file_metadata=file_metadata, row_of={"rejects": Reject.row},
-        element_types={"rejects": Reject})
+        out, names, shards, file_metadata=file_metadata, row_of={"rejects": Reject.row})
 
 
 SIGNATURES = "signatures"

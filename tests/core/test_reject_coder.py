@@ -58,8 +58,7 @@ def test_registered_and_deterministic():
 
 
 def test_typed_flatten_uses_it_and_rejects_arrive_intact(test_pipeline):
-    """A Flatten declared to hold `Reject`s (as `WriteTables` flattens a table's parts for fixed
-    shards) gets the coder, and every reject arrives, equal to what was sent, after crossing a
+    """A Flatten declared to hold `Reject`s gets the coder, and every reject arrives, equal to what was sent, after crossing a
     grouping."""
     with test_pipeline as p:
         first = p | "First" >> beam.Create(REJECTS[:2])

@@ -12,6 +12,8 @@ from transforms.core.sinks import (
     ShardWriter,
     WriteTable,
     finalize_shards,
+    merge_shard,
+    plan_shards,
     rows_to_batch,
     shard_names,
 )
@@ -57,7 +59,7 @@ def test_an_empty_table_is_one_empty_shard_with_the_schema(tmp_path):
     assert table.num_rows == 0 and table.schema.names == ["stage", "reason", "record_id", "detail"]
 
 
-def test_a_fixed_shard_count_spreads_rows_round_robin_and_pads_with_empty_shards(tmp_path):
+def test_a_fixed_shard_count_spreads_rows_evenly_and_pads_with_empty_shards(tmp_path):
     rows = [dict(REJECT, record_id=f"r{i}") for i in range(7)]
     write(rows, tmp_path / "seven", num_shards=3)
     assert shards(tmp_path / "seven" / "rejects") == [
@@ -104,3 +106,25 @@ def test_finalising_again_after_a_failure_skips_what_was_moved(tmp_path):
     assert first == again == [f"{prefix}-00000-of-00002.parquet", f"{prefix}-00001-of-00002.parquet"]
     assert shards(tmp_path / "t") == ["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
     assert [pq.read_table(p).column("n").to_pylist() for p in first] == [[0], [1]]
+
+
+def test_shard_plan_cuts_the_files_rows_into_even_contiguous_runs():
+    # 3 + 0 + 4 = 7 rows in path order a, b, c; shards hold rows [0, 2), [2, 4), [4, 7).
+    plan = plan_shards([("c", 4), ("a", 3), ("b", 0)], 3)
+    assert plan == [[("a", 0, 2)], [("a", 2, 3), ("c", 0, 1)], [("c", 1, 4)]]
+    assert plan_shards([("a", 1)], 3) == [[], [], [("a", 0, 1)]]
+    assert plan_shards([], 2) == [[], []]
+
+
+def test_a_shard_is_merged_from_slices_of_bundle_files(tmp_path):
+    schema = pa.schema([pa.field("n", pa.int64())])
+    for name, numbers in (("a", range(0, 450)), ("b", range(450, 500))):
+        writer = ShardWriter(str(tmp_path / f"{name}.parquet"), schema)
+        for n in numbers:
+            writer.write({"n": n})
+        writer.close()
+    # Rows 10..449 of a (crossing record batches of 200) and 0..49 of b.
+    path = merge_shard((1, [(str(tmp_path / "a.parquet"), 10, 450), (str(tmp_path / "b.parquet"), 0, 50)]),
+                       str(tmp_path), schema)
+    assert path.endswith("shard-00001.parquet")
+    assert pq.read_table(path).column("n").to_pylist() == list(range(10, 500))

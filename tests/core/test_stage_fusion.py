@@ -119,7 +119,7 @@ def test_write_tables_parts_with_fixed_shards_are_spread_over_exactly_those(tmp_
     with beam_test_pipeline() as p:
         early, late = _two_stage_rejects(p)
         (early, late) | WriteTables(str(tmp_path), ["rejects", "rejects"], num_shards=3,
-                                    row_of={"rejects": Reject.row}, element_types={"rejects": Reject})
+                                    row_of={"rejects": Reject.row})
     files, rows_written = _rejects_table(tmp_path)
     assert files == shard_names("part", 3)
     assert rows_written == EXPECTED_PARTS

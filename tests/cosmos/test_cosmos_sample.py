@@ -19,18 +19,21 @@ from data_specs import SpecError, load_spec
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import build_summary
 from transforms.cosmos import scorers
-from transforms.cosmos.paragraphs import (
+from transforms.cosmos.paragraphs import Paragraphs, sample_paragraphs
+from transforms.cosmos.read import ReadStories, Story
+from transforms.cosmos.segment import Paragraph
+from transforms.cosmos.story_sample import (
+    DROP,
     NOT_SAMPLED,
     STORY_SAMPLE_STAGE,
+    TAKE,
     BlogQueue,
-    Paragraphs,
+    Decision,
+    Entry,
     after_round,
     first_candidates,
     next_candidates,
-    sample_paragraphs,
 )
-from transforms.cosmos.read import ReadStories, Story
-from transforms.cosmos.segment import Paragraph
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cosmos"
 SEED = 1909
@@ -62,29 +65,43 @@ def test_hash_order_of_the_test_stories():
     assert sorted(paragraphs, key=paragraphs.get) == ["b1/post-b#p000", "b1/post-a#p000", "b1/post-b#p003"]
 
 
+def entry_of(story_id: str) -> Entry:
+    """An entry whose rank is sha1(1909:story:id), written out here; key "k:" + id."""
+    return Entry(sha1_unit(SEED, "story", story_id), story_id, "", f"k:{story_id}")
+
+
 def test_first_candidates_are_the_first_ranked_stories_and_the_rest_waits():
-    a, b, c = story("b1/post-a"), story("b1/post-b"), story("b1/post-c")
-    assert list(first_candidates(("b1", [a, b, c]), SEED, 1)) == [c, BlogQueue("b1", 1, (b, a))]
-    assert list(first_candidates(("b1", [a, b, c]), SEED, 2)) == [c, b, BlogQueue("b1", 2, (a,))]
-    assert list(first_candidates(("b1", [a, b, c]), SEED, 3)) == [c, b, a]
-    assert list(first_candidates(("b1", [a]), SEED, 1)) == [a]
+    a, b, c = entry_of("b1/post-a"), entry_of("b1/post-b"), entry_of("b1/post-c")
+    queued = lambda *ids: tuple((i, f"k:{i}") for i in ids)  # noqa: E731
+    assert list(first_candidates(("b1", [a, b, c]), 1)) == [
+        Decision("k:b1/post-c", TAKE), BlogQueue("b1", 1, queued("b1/post-b", "b1/post-a"))]
+    assert list(first_candidates(("b1", [a, b, c]), 2)) == [
+        Decision("k:b1/post-c", TAKE), Decision("k:b1/post-b", TAKE), BlogQueue("b1", 2, queued("b1/post-a"))]
+    assert list(first_candidates(("b1", [a, b, c]), 3)) == [
+        Decision("k:b1/post-c", TAKE), Decision("k:b1/post-b", TAKE), Decision("k:b1/post-a", TAKE)]
+    assert list(first_candidates(("b1", [a]), 1)) == [Decision("k:b1/post-a", TAKE)]
 
 
 def test_next_candidates():
-    a, b, d = story("b1/post-a"), story("b1/post-b"), story("b1/post-d")
-    queue = BlogQueue("b1", 2, (b, a, d))
+    queue = BlogQueue("b1", 2, (("b1/post-b", "kb"), ("b1/post-a", "ka"), ("b1/post-d", "kd")))
     # Nothing found: as many stories as paragraphs are missing, the rest waits.
-    assert list(next_candidates(queue, 0, final=False)) == [b, a, BlogQueue("b1", 2, (d,))]
-    assert list(next_candidates(queue, 1, final=False)) == [b, BlogQueue("b1", 1, (a, d))]
+    assert list(next_candidates(queue, 0, final=False)) == [
+        Decision("kb", TAKE), Decision("ka", TAKE), BlogQueue("b1", 2, (("b1/post-d", "kd"),))]
+    assert list(next_candidates(queue, 1, final=False)) == [
+        Decision("kb", TAKE), BlogQueue("b1", 1, (("b1/post-a", "ka"), ("b1/post-d", "kd")))]
     # The last round takes every story left.
-    assert list(next_candidates(queue, 1, final=True)) == [b, a, d]
-    # Enough paragraphs: the queue is not sampled.
-    rejects = list(next_candidates(queue, 2, final=False))
+    assert list(next_candidates(queue, 1, final=True)) == [
+        Decision("kb", TAKE), Decision("ka", TAKE), Decision("kd", TAKE)]
+    # Enough paragraphs: the queue is not sampled, and each story's text is let go (DROP).
+    outcomes = list(next_candidates(queue, 2, final=False))
+    rejects = [o for o in outcomes if not isinstance(o, Decision)]
     assert [(r.stage, r.reason, r.record_id) for r in rejects] == [
         (STORY_SAMPLE_STAGE, NOT_SAMPLED, "b1/post-b"), (STORY_SAMPLE_STAGE, NOT_SAMPLED, "b1/post-a"),
         (STORY_SAMPLE_STAGE, NOT_SAMPLED, "b1/post-d")]
+    assert [o for o in outcomes if isinstance(o, Decision)] == [
+        Decision("kb", DROP), Decision("ka", DROP), Decision("kd", DROP)]
     assert all(r.detail.startswith("blog b1:") for r in rejects)
-    assert list(after_round(("b1", {"queue": [queue], "found": [1, 1, 1]}), final=False)) == rejects
+    assert list(after_round(("b1", {"queue": [queue], "found": [1, 1, 1]}), final=False)) == outcomes
     assert list(after_round(("b9", {"queue": [], "found": [1]}), final=False)) == []
 
 

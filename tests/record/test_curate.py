@@ -1,5 +1,6 @@
 """Stage 1 transforms: duplicate ids, MinHash LSH near duplicates, passage split rejects."""
 import apache_beam as beam
+import numpy as np
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import beam_test_pipeline
@@ -27,7 +28,6 @@ def test_lsh_bands_cover_the_signature():
 
 
 def test_bucket_comparison_keeps_the_smallest_id():
-    import numpy as np
 
     same = np.arange(10, dtype=np.uint64)
     other = np.arange(10, 20, dtype=np.uint64)
@@ -35,6 +35,23 @@ def test_bucket_comparison_keeps_the_smallest_id():
     assert pairs == [("c", "a")]
     vetoed = near_duplicates_in_bucket([("c", same, "x"), ("a", same, "y")], 0.8, 100, confirm=str.__eq__)
     assert list(vetoed) == []
+
+
+def test_a_big_bucket_compares_with_its_smallest_ids_only_and_counts_the_cut():
+    same = np.arange(10, dtype=np.uint64)
+    other = np.arange(10, 20, dtype=np.uint64)
+    # Ids m0..m5, arriving out of order; references: the 2 smallest ids (m0, m1). m0 is unlike
+    # the rest, so m1 matches nothing before it; m2..m5 match m1. m2..m5 had more smaller ids
+    # than the 2 references: 4 members cut.
+    members = [(f"m{i}", other if i == 0 else same, None) for i in (5, 3, 0, 4, 1, 2)]
+    cut: list[int] = []
+    pairs = sorted(near_duplicates_in_bucket(members, 0.8, 2, overflow=cut.append))
+    assert pairs == [("m2", "m1"), ("m3", "m1"), ("m4", "m1"), ("m5", "m1")]
+    assert cut == [4]
+    # Within the bound nothing is cut.
+    cut.clear()
+    assert sorted(near_duplicates_in_bucket(members, 0.8, 100, overflow=cut.append)) == pairs
+    assert cut == []
 
 
 def test_duplicate_ids_keep_one_copy_and_take_url_metadata():

@@ -2,13 +2,21 @@
 import json
 import re
 
+import apache_beam as beam
 import pytest
+from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.cli import main
-from tests.conftest import python_run
+from tests.conftest import beam_test_pipeline, python_run
 from transforms.core.hashing import unit_hash
 from transforms.core.io import read_table
-from transforms.record.machine_filter import fold_of, training_keys
+from transforms.record.machine_filter import (
+    WriteTrainingFn,
+    fold_of,
+    read_training,
+    remove_training,
+    training_keys,
+)
 
 
 def test_folds_depend_on_passage_and_seed_only():
@@ -211,3 +219,20 @@ def test_the_cross_encoder_filter_peaks_under_3_gb(record_generate_run, tmp_path
     code, peak_kb = python_run(code, timeout=900).stdout.split()[-2:]
     assert code == "0"
     assert int(peak_kb) < 3 * 2**20, f"peak resident memory {int(peak_kb) / 2**20:.2f} GB"
+
+
+def test_training_examples_go_to_files_and_only_their_paths_are_grouped(tmp_path):
+    # Six triples in three folds; with no cap every triple trains the two folds it is not in.
+    items = [({"query_id": f"q{i}"}, i % 3, f"example {i}", 0.0) for i in range(6)]
+    folder = str(tmp_path / "training")
+    with beam_test_pipeline() as p:
+        files = (p | beam.Create(items) | beam.Reshuffle()
+                 | beam.ParDo(WriteTrainingFn(folder, 3, 0, max_train=1000), total=6))
+        grouped = files | beam.GroupByKey()
+        # Each grouped value is a (path, count) pair, never an example.
+        contents = grouped | beam.Map(lambda kf: (kf[0], sorted(read_training(p for p, _ in kf[1])),
+                                                  sum(n for _, n in kf[1])))
+        expected = [(k, sorted((f"q{i}", f"example {i}") for i in range(6) if i % 3 != k), 4) for k in range(3)]
+        assert_that(contents, equal_to(expected))
+    remove_training(folder)
+    assert not (tmp_path / "training").exists()

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import heapq
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.metrics import Metrics
 
-from transforms.core.accounting import Reject
+from transforms.core.accounting import NAMESPACE, Reject
 from transforms.core.stages import ChainedStages, Stage, StageStep, split_sides
 
 DEDUP_NEAR = "dedup_near"
@@ -70,22 +72,43 @@ def similarity(a: np.ndarray, b: np.ndarray) -> float:
 
 Member = tuple[str, np.ndarray, Any]   # (id, signature, payload for `confirm`)
 
-def near_duplicates_in_bucket(members: Sequence[Member], threshold: float, max_bucket: int,
-                              confirm: Optional[Callable[[Any, Any], bool]] = None
+def near_duplicates_in_bucket(members: Iterable[Member], threshold: float, max_bucket: int,
+                              confirm: Optional[Callable[[Any, Any], bool]] = None,
+                              overflow: Optional[Callable[[int], None]] = None
                               ) -> Iterator[tuple[str, str]]:
     """(dropped id, kept id) for each member similar to a member with a smaller id.
 
     Similar: estimated Jaccard >= threshold and, when given, `confirm(payload, other payload)`.
-    Members are compared with the smaller ids before them; past `max_bucket` members only the
-    first `max_bucket` are used as references, so one degenerate bucket cannot go quadratic.
+    Each member is compared, in id order, with the members of smaller id among the bucket's
+    `max_bucket` smallest ids (the references), so one degenerate bucket can go neither
+    quadratic nor into memory: `members` is read twice (a grouped value can be), once to keep
+    the references and once to compare, and only the references are held. `overflow(n)` is
+    told how many members had more smaller-id members than the references hold. A member met
+    twice (one id) gives its pairs twice.
     """
-    ordered = sorted({m[0]: m for m in members}.values(), key=lambda m: m[0])
-    for j, (doc_id, signature, payload) in enumerate(ordered):
-        for other_id, other, other_payload in ordered[: min(j, max_bucket)]:
+    smallest: dict[str, Member] = {}
+    for member in members:
+        if member[0] in smallest:
+            continue
+        smallest[member[0]] = member
+        if len(smallest) > 2 * max_bucket:          # trim now and then, not per member
+            smallest = dict(heapq.nsmallest(max_bucket, smallest.items(), key=lambda kv: kv[0]))
+    references = sorted(smallest.values(), key=lambda m: m[0])[:max_bucket]
+    full = len(references) == max_bucket
+    last = references[-1][0] if references else ""
+    cut = 0
+    for doc_id, signature, payload in members:
+        if full and doc_id > last:
+            cut += 1
+        for other_id, other, other_payload in references:
+            if other_id >= doc_id:
+                break
             if similarity(signature, other) >= threshold and (
                     confirm is None or confirm(payload, other_payload)):
                 yield doc_id, other_id
                 break
+    if cut and overflow is not None:
+        overflow(cut)
 
 class SignFn(beam.DoFn):
     """Emit (band key, (id, signature, payload)) for each LSH band of an element's MinHash, and
@@ -205,7 +228,8 @@ class DropNearDuplicates(beam.PTransform):
             | "GroupByBand" >> beam.GroupByKey()
             | "CompareInBucket" >> beam.FlatMap(
                 lambda kv: ((dropped, (SIMILAR_TO, kept)) for dropped, kept in
-                            near_duplicates_in_bucket(list(kv[1]), threshold, max_bucket, confirm)))
+                            near_duplicates_in_bucket(kv[1], threshold, max_bucket, confirm,
+                                                      overflow=Metrics.counter(NAMESPACE, f"{stage}.bucket_overflow").inc)))
         )
         # A plain GroupByKey over both sides: what CoGroupByKey does, without its tagging steps.
         grouped = (keyed, similar) | "FlattenMarks" >> beam.Flatten() | "JoinMarks" >> beam.GroupByKey()

@@ -14,9 +14,11 @@ the three tables of a run hold at most about 3 MiB of rows in a worker whatever 
 size: with 1,000 rows and 4 MiB, a worker's peak at 1,200 articles was 12 MiB higher), and one
 finalising step, which gets the temporary paths as a side input, renames them to
 `part-SSSSS-of-NNNNN.parquet` (one empty shard when there are no rows, empty shards up to a
-fixed `num_shards`) and removes the temporary folder. A retried bundle leaves only an orphan
-temporary file, which goes with the folder, and a retried finalisation skips the files it
-already moved. Works on any Beam filesystem (local, gs://, ...).
+fixed `num_shards`) and removes the temporary folder. With a fixed `num_shards` the bundles'
+files are merged into that many shards of even row counts by as many steps, each streaming its
+slices of the files (`plan_shards`, `merge_shard`): only paths and counts are shuffled. A
+retried bundle leaves only an orphan temporary file, which goes with the folder, and a retried
+finalisation skips the files it already moved. Works on any Beam filesystem (local, gs://, ...).
 """
 from __future__ import annotations
 
@@ -84,6 +86,15 @@ class ShardWriter:
             if self._batch_bytes >= self._group_bytes:
                 self._flush_group()
 
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Append a record batch of this file's schema (rows already made)."""
+        self._flush_rows()
+        self.rows += batch.num_rows
+        self._batches.append(batch)
+        self._batch_bytes += batch.nbytes
+        if self._batch_bytes >= self._group_bytes:
+            self._flush_group()
+
     def _flush_rows(self) -> None:
         if self._pending:
             batch = rows_to_batch(self._pending, self._schema)
@@ -114,10 +125,11 @@ class WriteBundlesFn(beam.DoFn):
     the bundle boundaries: a file is opened at a bundle's first row and closed at its end)."""
 
     def __init__(self, temp_dir: str, schema: pa.Schema,
-                 row_of: Optional[Callable[[Any], Mapping[str, Any]]] = None):
+                 row_of: Optional[Callable[[Any], Mapping[str, Any]]] = None, with_rows: bool = False):
         self._temp_dir = temp_dir
         self._schema = schema
         self._row_of = row_of
+        self._with_rows = with_rows
         self._writer: Optional[ShardWriter] = None
 
     def start_bundle(self) -> None:
@@ -131,17 +143,48 @@ class WriteBundlesFn(beam.DoFn):
 
     def finish_bundle(self) -> Iterator[Any]:
         if self._writer is not None:
+            rows = self._writer.rows
             path, self._writer = self._writer.close(), None
-            yield GlobalWindows.windowed_value(path)
+            yield GlobalWindows.windowed_value((path, rows) if self._with_rows else path)
 
 
-def write_group(keyed_rows: tuple[int, Iterable[Any]], temp_dir: str, schema: pa.Schema,
-                row_of: Optional[Callable[[Any], Mapping[str, Any]]] = None) -> str:
-    """One fixed shard's rows (or elements made rows by `row_of`) into a new temporary file;
-    returns its path."""
-    writer = ShardWriter(_temp_path(temp_dir), schema)
-    for row in keyed_rows[1]:
-        writer.write(row if row_of is None else row_of(row))
+Slice = tuple[str, int, int]     # (path, first row, row after the last)
+
+
+def plan_shards(files: Iterable[tuple[str, int]], num_shards: int) -> list[list[Slice]]:
+    """Cut the rows of bundle files `(path, rows)`, taken in path order, into `num_shards`
+    contiguous runs as even as can be (shard i holds rows [i*T//n, (i+1)*T//n) of the T rows):
+    each shard's list of file slices."""
+    ordered = sorted(files)
+    total = sum(rows for _, rows in ordered)
+    bounds = [i * total // num_shards for i in range(num_shards + 1)]
+    plan: list[list[Slice]] = [[] for _ in range(num_shards)]
+    offset = 0
+    for path, rows in ordered:
+        for shard in range(num_shards):
+            start, stop = max(bounds[shard], offset), min(bounds[shard + 1], offset + rows)
+            if start < stop:
+                plan[shard].append((path, start - offset, stop - offset))
+        offset += rows
+    return plan
+
+
+def merge_shard(indexed: tuple[int, Sequence[Slice]], temp_dir: str, schema: pa.Schema) -> str:
+    """Write shard `index` from its slices of bundle files, a record batch at a time (never more
+    than one row group in memory); returns the temporary path, named so that paths sort in
+    shard order."""
+    index, slices = indexed
+    writer = ShardWriter(f"{temp_dir}/shard-{index:05d}{SUFFIX}", schema)
+    for path, start, stop in slices:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            offset = 0
+            for batch in pq.ParquetFile(handle).iter_batches(batch_size=RECORD_BATCH_ROWS):
+                first, last = max(start - offset, 0), min(stop - offset, batch.num_rows)
+                if first < last:
+                    writer.write_batch(batch.slice(first, last - first))
+                offset += batch.num_rows
+                if offset >= stop:
+                    break
     return writer.close()
 
 
@@ -172,18 +215,6 @@ def finalize_shards(temp_paths: Iterable[str], temp_dir: str, prefix: str, schem
     return final
 
 
-class _RoundRobin(beam.DoFn):
-    """Key rows 0, 1, ..., n-1, 0, ... in arrival order (a DoFn for the per-instance counter)."""
-
-    def __init__(self, num_shards: int):
-        self._n = num_shards
-        self._next = 0
-
-    def process(self, row: Any) -> Iterator[tuple[int, Any]]:
-        shard, self._next = self._next, (self._next + 1) % self._n
-        yield shard, row
-
-
 class _Table:
     """Where and how one table is written: its folder, schema (with the file metadata), the
     temporary folder of this run and how elements become rows."""
@@ -199,28 +230,34 @@ class _Table:
         self.prefix = f"{folder}/{SHARD_PREFIX}"
         self.row_of = row_of
 
-    def write(self, rows: Union[beam.PCollection, tuple[beam.PCollection, ...]], num_shards: int,
-              element_type: Any = None) -> beam.PCollection:
+    def write(self, rows: Union[beam.PCollection, tuple[beam.PCollection, ...]],
+              num_shards: int) -> beam.PCollection:
         """The temporary files of `rows` (the step(s) that write them, fused with the producer).
 
-        `rows` may be a tuple of PCollections, the parts of one table: without fixed shards each
-        part is written by a step of its own, fused with that part's producer, so that no row
-        leaves the stage that made it; with fixed shards the parts are flattened first (typed
-        `element_type`, so that a registered coder moves them).
+        `rows` may be a tuple of PCollections, the parts of one table: each part is written by a
+        step of its own, fused with that part's producer, so that no row leaves the stage that
+        made it. With fixed shards, only the files' paths and row counts meet after that, and
+        each shard is merged from its slices of the files by whichever worker gets it
+        (`plan_shards`, `merge_shard`): no shard's rows are ever one group.
         """
         temp_dir, schema, row_of = self.temp_dir, self.schema, self.row_of
-        if isinstance(rows, tuple) and num_shards > 0:
-            rows = rows | "FlattenParts" >> beam.Flatten().with_output_types(element_type or Any)
+        fixed = num_shards > 0
         # Output types are declared: Beam would otherwise infer them from the bytecode.
-        if num_shards > 0:
-            return (rows | "AssignShards" >> beam.ParDo(_RoundRobin(num_shards))
-                    | "GroupShards" >> beam.GroupByKey()
-                    | "WriteShards" >> beam.Map(write_group, temp_dir, schema, row_of).with_output_types(str))
+        kind = tuple[str, int] if fixed else str
         if isinstance(rows, tuple):
-            return ([part | f"WriteBundles{i}" >> beam.ParDo(WriteBundlesFn(temp_dir, schema, row_of))
-                     .with_output_types(str) for i, part in enumerate(rows)]
-                    | "Paths" >> beam.Flatten().with_output_types(str))
-        return rows | "WriteBundles" >> beam.ParDo(WriteBundlesFn(temp_dir, schema, row_of)).with_output_types(str)
+            files = ([part | f"WriteBundles{i}" >> beam.ParDo(WriteBundlesFn(temp_dir, schema, row_of, fixed))
+                      .with_output_types(kind) for i, part in enumerate(rows)]
+                     | "Paths" >> beam.Flatten().with_output_types(kind))
+        else:
+            files = rows | "WriteBundles" >> beam.ParDo(
+                WriteBundlesFn(temp_dir, schema, row_of, fixed)).with_output_types(kind)
+        if not fixed:
+            return files
+        return (files.pipeline | "Shards" >> beam.Impulse()
+                | "PlanShards" >> beam.FlatMap(lambda _, found: enumerate(plan_shards(found, num_shards)),
+                                               beam.pvalue.AsList(files))
+                | "SpreadShards" >> beam.Reshuffle()
+                | "MergeShards" >> beam.Map(merge_shard, temp_dir, schema).with_output_types(str))
 
     def finalize(self, paths: Iterable[str], num_shards: int) -> list[str]:
         return finalize_shards(paths, self.temp_dir, self.prefix, self.schema, num_shards)
@@ -258,14 +295,12 @@ class WriteTables(beam.PTransform):
     PCollections, one per name of `tables`; a name given more than once makes its PCollections
     parts of one table, each written in the stage that made it (`_Table.write`): a run's rejects
     come from every stage, and a Flatten before the writer would move them all through the
-    runner. `row_of` maps a table name to how its elements become rows (dict rows otherwise),
-    `element_types` to their type where the parts are flattened (fixed `num_shards`). Returns
-    the PCollection of every table's shard paths."""
+    runner. `row_of` maps a table name to how its elements become rows (dict rows otherwise).
+    Returns the PCollection of every table's shard paths."""
 
     def __init__(self, output: str, tables: Sequence[str], num_shards: int = 0, dataset: str = "record",
                  file_metadata: Optional[Mapping[str, str]] = None,
-                 row_of: Optional[Mapping[str, Callable[[Any], Mapping[str, Any]]]] = None,
-                 element_types: Optional[Mapping[str, Any]] = None):
+                 row_of: Optional[Mapping[str, Callable[[Any], Mapping[str, Any]]]] = None):
         super().__init__()
         row_of = row_of or {}
         self._order = list(tables)
@@ -273,7 +308,6 @@ class WriteTables(beam.PTransform):
         self._tables = [_Table(output, name, None, dataset, file_metadata, row_of.get(name))
                         for name in self._names]
         self._num_shards = num_shards
-        self._types = dict(element_types or {})
 
     def expand(self, pcolls):
         tables, num_shards = self._tables, self._num_shards
@@ -284,7 +318,7 @@ class WriteTables(beam.PTransform):
             parts[name].append(rows)
         written = [(tuple(parts[name]) if len(parts[name]) > 1 else parts[name][0])
                    | f"Write{name.title().replace('_', '')}"
-                   >> _TableWrite(table, num_shards, self._types.get(name))
+                   >> _TableWrite(table, num_shards)
                    for name, table in zip(self._names, tables)]
 
         def finalize(_: Any, *paths: list[str]) -> list[str]:
@@ -299,9 +333,9 @@ class WriteTables(beam.PTransform):
 class _TableWrite(beam.PTransform):
     """The writing half of `WriteTable` (its own label scope, so that tables do not clash)."""
 
-    def __init__(self, table: _Table, num_shards: int, element_type: Any = None):
+    def __init__(self, table: _Table, num_shards: int):
         super().__init__()
-        self._table, self._num_shards, self._type = table, num_shards, element_type
+        self._table, self._num_shards = table, num_shards
 
     def expand(self, rows):
-        return self._table.write(rows, self._num_shards, self._type)
+        return self._table.write(rows, self._num_shards)

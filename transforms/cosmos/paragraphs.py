@@ -11,7 +11,7 @@ the expensive steps, and `sample.per_blog` (1) paragraphs a blog are kept, so by
 (`before_scoring`) the sample is drawn before they run:
 
 1. A blog's stories (those long enough for a paragraph) are ranked by sha1(seed, "story", id)
-   (`story_rank`).
+   (`transforms.cosmos.story_sample`, which carries ids through the rounds, not texts).
 2. Round 1 splits, scores and segments the first `per_blog` stories of each blog. A blog whose
    candidates gave fewer than `per_blog` paragraphs sends its next stories, as many as
    paragraphs are still missing, to the next round; after `sample.rounds` such rounds, all
@@ -31,8 +31,7 @@ the smallest sha1(seed, "paragraph", paragraph id), as stage 1 always did; with 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -54,14 +53,12 @@ from transforms.cosmos.segment import (
     segment_story,
     split_long_sentence,
 )
+from transforms.cosmos.story_sample import NOT_SAMPLED, STORY_SAMPLE_STAGE, sample_stories
 
 STORY_STAGE = "story_filter"
-STORY_SAMPLE_STAGE = "story_sample"
 SENTENCE_STAGE = "sentences"
 COHERENCE_STAGE = "coherence"
 SAMPLE_STAGE = "sample"
-NOT_SAMPLED = "not_sampled"
-QUEUE = "queue"
 _LOG = logging.getLogger(__name__)
 # The components each `sentences.component` runs (the parser listens to tok2vec).
 _SENTENCE_PIPES = {"senter": ["senter"], "parser": ["tok2vec", "parser"]}
@@ -96,11 +93,6 @@ def sentences_of(doc, long_sentence: str, max_words: int) -> tuple[str, ...]:
 
 # ---- the sampling rule (plain functions) -------------------------------------------------------
 
-def story_rank(seed: int, story: Story) -> tuple[float, str, str]:
-    """A story's place in its blog's order: sha1(seed, "story", id); ties by id, then text."""
-    return unit_hash(seed, "story", story.id), story.id, story.text
-
-
 def paragraph_rank(seed: int, paragraph_id: str) -> tuple[float, str]:
     """A paragraph's place in its story's (or, under `all`, its blog's) order: sha1(seed,
     "paragraph", id), ties by id."""
@@ -115,51 +107,6 @@ def kept_order(paragraph: Paragraph, seed: int, mode: str) -> tuple:
             *paragraph_rank(seed, paragraph.paragraph_id))
 
 
-@dataclass(frozen=True)
-class BlogQueue:
-    """A blog's stories not split yet, in rank order, and the paragraphs it still lacks."""
-
-    blog_id: str
-    missing: int
-    stories: tuple[Story, ...]
-
-
-Candidate = Union[Story, BlogQueue, Reject]
-
-
-def first_candidates(grouped: tuple[str, Iterable[Story]], seed: int, per_blog: int) -> Iterator[Candidate]:
-    """A blog's first-round candidates (its `per_blog` first-ranked stories) and the queue of the rest."""
-    blog_id, stories = grouped
-    ranked = sorted(stories, key=lambda s: story_rank(seed, s))
-    yield from ranked[:per_blog]
-    if len(ranked) > per_blog:
-        yield BlogQueue(blog_id, per_blog, tuple(ranked[per_blog:]))
-
-
-def next_candidates(queue: BlogQueue, found: int, final: bool) -> Iterator[Candidate]:
-    """After a round that gave the blog `found` paragraphs: nothing more when it has enough (the
-    queue is `not_sampled`), else as many stories as paragraphs are missing (all of them in the
-    `final` round) and the queue of the rest."""
-    missing = queue.missing - found
-    if missing <= 0:
-        for story in queue.stories:
-            yield Reject(STORY_SAMPLE_STAGE, NOT_SAMPLED, story.id,
-                         f"blog {queue.blog_id}: its paragraphs come from stories ranked before this one")
-        return
-    take = len(queue.stories) if final else missing
-    yield from queue.stories[:take]
-    if queue.stories[take:]:
-        yield BlogQueue(queue.blog_id, missing, queue.stories[take:])
-
-
-def after_round(joined: tuple[str, dict], final: bool) -> Iterator[Candidate]:
-    """`next_candidates` of a blog from its `{"queue": [queue], "found": [1 per paragraph]}`."""
-    _, groups = joined
-    found = sum(groups["found"])
-    for queue in groups["queue"]:
-        yield from next_candidates(queue, found, final)
-
-
 def sample_paragraphs(grouped: tuple[str, Sequence[Paragraph]], seed: int, per_blog: int,
                       mode: str = "all") -> Iterator[Any]:
     """Keep a blog's first `per_blog` paragraphs in `kept_order`; the others are `not_sampled`."""
@@ -170,32 +117,6 @@ def sample_paragraphs(grouped: tuple[str, Sequence[Paragraph]], seed: int, per_b
             yield p
         else:
             yield Reject(SAMPLE_STAGE, NOT_SAMPLED, p.paragraph_id, f"blog {blog_id}")
-
-
-class SampleStoriesFn(beam.DoFn):
-    """One step of the `story_sample` stage: candidates on the main output, `BlogQueue`s keyed by
-    blog on the `queue` output, `not_sampled` rejects and the tallies (`units` = stories in)."""
-
-    def __init__(self, fn: Callable[[Any], Iterable[Candidate]], units: Callable[[Any], int]):
-        self._fn, self._units = fn, units
-
-    def setup(self) -> None:
-        self._kept = Metrics.counter(NAMESPACE, f"{STORY_SAMPLE_STAGE}.kept")
-
-    def process(self, element: Any) -> Iterator[Any]:
-        outcomes = list(self._fn(element))
-        for outcome in outcomes:
-            if isinstance(outcome, BlogQueue):
-                yield beam.pvalue.TaggedOutput(QUEUE, (outcome.blog_id, outcome))
-        yield from route(STORY_SAMPLE_STAGE, self._units(element),
-                         [o for o in outcomes if not isinstance(o, BlogQueue)], self._kept)
-
-
-def _sample_step(pcoll, label: str, fn: Callable[[Any], Iterable[Candidate]],
-                 units: Callable[[Any], int]) -> tuple:
-    results = pcoll | label >> beam.ParDo(SampleStoriesFn(fn, units)).with_outputs(
-        REJECTS, TALLIES, QUEUE, main="kept")
-    return results.kept, results[QUEUE], results[REJECTS], results[TALLIES]
 
 
 # ---- the models (loaded once per worker) -------------------------------------------------------
@@ -378,27 +299,9 @@ class Paragraphs(beam.PTransform):
         return sampled, ledger.rejects, ledger.tallies
 
     def _rounds(self, stories, ledger: Ledger, models: tuple[shared.Shared, shared.Shared]) -> list:
-        """`before_scoring`: the rounds of the module doc; returns each round's paragraphs."""
-        seed, per_blog, rounds = self._seed, self._sample.per_blog, self._sample.rounds
-        grouped = (stories
-                   | "KeyStoriesByBlog" >> beam.Map(lambda s: (s.blog_id, s))
-                   | "GroupStoriesByBlog" >> beam.GroupByKey())
-        candidates, queues, rejects, tallies = _sample_step(
-            grouped, "RankStories", lambda g: first_candidates(g, seed, per_blog), lambda g: len(list(g[1])))
-        ledger.rejects.append(rejects)
-        ledger.tallies.append(tallies)
-        found = []
-        for number in range(1, rounds + 2):
-            paragraphs = _add_all(ledger, candidates | f"SegmentRound{number}" >> self._segment(models))
-            found.append(paragraphs)
-            if number > rounds:
-                break
-            counts = paragraphs | f"CountRound{number}" >> beam.Map(lambda p: (p.blog_id, 1))
-            final = number == rounds
-            candidates, queues, rejects, tallies = _sample_step(
-                {"queue": queues, "found": counts} | f"JoinRound{number}" >> beam.CoGroupByKey(),
-                f"NextCandidates{number}", lambda joined, final=final: after_round(joined, final),
-                lambda _: 0)
-            ledger.rejects.append(rejects)
-            ledger.tallies.append(tallies)
-        return found
+        """`before_scoring`: the rounds of `transforms.cosmos.story_sample`; returns each
+        round's paragraphs."""
+        def segment(candidates, number: int):
+            return _add_all(ledger, candidates | f"SegmentRound{number}" >> self._segment(models))
+
+        return sample_stories(stories, self._seed, self._sample.per_blog, self._sample.rounds, segment, ledger)

@@ -1,9 +1,13 @@
 """Stage 3 of ReCoRD (§3.3): k-fold machine filtering of generated triples.
 
 Folds come from a hash of the passage id and the spec's seed, so no article is split across
-folds. Each fold's reader is trained on the other folds' examples, grouped by fold (one group
-per fold, capped by a hash sample): `TrainFold` is a step of its own after the grouping and a
-reshuffle of the groups, so a cluster trains the folds on different workers. A fold's model is
+folds. Each fold's reader is trained on the other folds' examples (capped at
+`filter.max_train_triples` by a hash sample). The examples never travel as one group: every
+worker writes the examples of its bundles into files, one per training fold, and only the
+files' paths are grouped by fold (`WriteTraining`, `GroupByFold`); `TrainFold`, a step of its
+own after a reshuffle of those small groups, so that a cluster trains the folds on different
+workers, reads its fold's files, orders the examples by query id and fits. The files are
+removed once every fold's model is written. A fold's model is
 written as an artifact whose path reaches the prediction as a side input; prediction is Beam's
 `RunInference`, one per fold, with a model handler that loads that artifact
 (`ReaderModelHandler`). A triple the reader answers correctly (exact match with any reference) is
@@ -11,10 +15,14 @@ dropped; the others are kept.
 """
 from __future__ import annotations
 
+import pickle
+import uuid
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.window import GlobalWindows
 
 from data_specs.models import FilterSection
 from transforms.core.accounting import Reject
@@ -69,20 +77,76 @@ def model_path(output: str, reader: str, fold: int) -> str:
     return f"{output}/models/{reader.replace(':', '_').replace('/', '_')}-fold{fold}.bin"
 
 
+class WriteTrainingFn(beam.DoFn):
+    """Write each bundle's training examples into one file per training fold (a stream of
+    pickled `(query id, example)` records under `folder`) and emit `(fold, (path, count))` at
+    the bundle's end: the examples stay in files written by every worker, and only their paths
+    are grouped by fold (a DoFn for the bundle boundaries)."""
+
+    def __init__(self, folder: str, folds: int, seed: int, max_train: int):
+        self._folder, self._folds, self._seed, self._max_train = folder, folds, seed, max_train
+        self._files: dict[int, tuple[str, Any, int]] = {}
+
+    def start_bundle(self) -> None:
+        self._files = {}
+
+    def process(self, item: tuple[dict, int, Any, float], total: int) -> tuple[()]:
+        row, fold, example, _ = item
+        per_fold = total * (self._folds - 1) / self._folds
+        keep = 1.0 if per_fold <= self._max_train else self._max_train / per_fold
+        for k in training_keys(fold, row["query_id"], self._folds, self._seed, keep):
+            if k not in self._files:
+                path = f"{self._folder}/fold{k}-{uuid.uuid4().hex}.pkl"
+                self._files[k] = (path, FileSystems.create(path), 0)
+            path, handle, count = self._files[k]
+            pickle.dump((row["query_id"], example), handle, protocol=pickle.HIGHEST_PROTOCOL)
+            self._files[k] = (path, handle, count + 1)
+        return ()
+
+    def finish_bundle(self) -> Iterator[Any]:
+        files, self._files = self._files, {}
+        for k, (path, handle, count) in sorted(files.items()):
+            handle.close()
+            yield GlobalWindows.windowed_value((k, (path, count)))
+
+
+def read_training(paths: Iterable[str]) -> Iterator[tuple[str, Any]]:
+    """The `(query id, example)` records of training files written by `WriteTrainingFn`."""
+    for path in paths:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            while True:
+                try:
+                    yield pickle.load(handle)
+                except EOFError:
+                    break
+
+
+def remove_training(folder: str) -> None:
+    """Remove the training files once every fold's model is written (any Beam filesystem)."""
+    if FileSystems.exists(folder):                # a local folder
+        FileSystems.delete([folder])
+        return
+    leftovers = [m.path for result in FileSystems.match([f"{folder}/*"]) for m in result.metadata_list]
+    if leftovers:                                 # object stores have no folders
+        FileSystems.delete(leftovers)
+
+
 class TrainFoldFn(beam.DoFn):
-    """Fit the reader on one fold's training group and write the model artifact; a long training
+    """Fit the reader on one fold's training files and write the model artifact; a long training
     reports on stderr as `csdata: fold K: ...` (`progress`: (enabled, interval, origin))."""
 
     def __init__(self, reader: Reader, output: str, choice: str,
                  progress: tuple[bool, float, tuple[str, int]] = NO_PROGRESS):
         self._reader, self._output, self._choice, self._progress = reader, output, choice, progress
 
-    def process(self, keyed: tuple[int, Iterable[Any]]) -> Iterator[tuple[int, str]]:
-        fold, examples = keyed
-        ordered = sorted(examples, key=lambda e: e[0])  # by query id: independent of shuffling
+    def process(self, keyed: tuple[int, Iterable[tuple[str, int]]]) -> Iterator[tuple[int, str]]:
+        fold, files = keyed
+        paths = sorted(path for path, _ in files)
+        ordered = sorted(read_training(paths), key=lambda e: e[0])  # by query id: independent of bundling
         enabled, interval, origin = self._progress
         log = TaskLog(f"fold {fold}", enabled, interval, origin)
         model = self._reader.fit([example for _, example in ordered], log=log)
+        del ordered
         path = model_path(self._output, self._choice, fold)
         with FileSystems.create(path) as handle:
             handle.write(self._reader.save(model))
@@ -161,6 +225,7 @@ class MachineFilter(beam.PTransform):
         self._choice, self._output = filter_.reader, output
         self._folds, self._seed = filter_.folds, seed
         self._max_train, self._max_per_call = filter_.max_train_triples, filter_.max_triples_per_call
+        self._training_folder = f"{output}/models/.training-{uuid.uuid4().hex}"
 
     def expand(self, inputs):
         passages, queries = inputs
@@ -174,24 +239,21 @@ class MachineFilter(beam.PTransform):
             lambda rt: (rt[0], rt[1].fold, reader.prepare(rt[1]), random_baseline(rt[1])))
         total = triples | "CountTriples" >> beam.combiners.Count.Globally()
 
-        def to_groups(item, n):
-            row, fold, example, _ = item
-            per_fold = n * (folds - 1) / folds
-            keep = 1.0 if per_fold <= max_train else max_train / per_fold
-            for k in training_keys(fold, row["query_id"], folds, seed, keep):
-                yield k, (row["query_id"], example)
-
         line = self._line
         training_log = (line.enabled, line.interval, line.origin) if line is not None else NO_PROGRESS
-        groups = examples | "TrainingGroups" >> beam.FlatMap(to_groups, beam.pvalue.AsSingleton(total))
+        folder = self._training_folder
+        files = examples | "WriteTraining" >> beam.ParDo(
+            WriteTrainingFn(folder, folds, seed, max_train), beam.pvalue.AsSingleton(total))
         paths = (
-            groups
+            files
             | "GroupByFold" >> beam.GroupByKey()
             # Flink places the groups by a hash of the fold, which can put most folds on one
             # worker; a reshuffle (round robin there) deals them out over the workers again.
             | "SpreadFolds" >> beam.Reshuffle()
             | "TrainFold" >> beam.ParDo(TrainFoldFn(reader, self._output, self._choice, training_log))
         )
+        _ = (paths.pipeline | "AfterTraining" >> beam.Impulse()
+             | "RemoveTraining" >> beam.Map(lambda _, models: remove_training(folder), beam.pvalue.AsList(paths)))
         parts = examples | "RouteByFold" >> beam.Partition(fold_route, folds + 1, beam.pvalue.AsDict(paths))
         answered = []
         for fold in range(folds):
@@ -211,7 +273,8 @@ class MachineFilter(beam.PTransform):
             answered = [answers | f"ProgressPredicted{k}" >> line.step("predicted", "triples")
                         for k, answers in enumerate(answered)]
         predicted = answered | "AllAnswers" >> beam.Flatten()
-        training_sizes = (groups | "CountTraining" >> beam.combiners.Count.PerKey()
+        training_sizes = (files | "CountTraining" >> beam.Map(lambda kf: (kf[0], kf[1][1]))
+                          | "SumTraining" >> beam.CombinePerKey(sum)
                           | "TrainingStats" >> beam.Map(lambda kn: (kn[0], (0, 0, 0.0, kn[1]))))
         kept, rejects, tallies = predicted | "Decide" >> Stage(STAGE, keep_or_drop)
         rejects = (rejects, orphans) | "AllRejects" >> beam.Flatten()
