@@ -13,7 +13,7 @@ S3 := services/s3/s3.sh
 # The venv's bin on PATH: Beam's external worker pool starts a bare `python`.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv demo test test-fast lint docs docs-check bench fidelity fuzz browser-deps screenshots clean \
+.PHONY: venv demo test test-fast lint docs docs-check bench bench-scale fidelity fuzz browser-deps screenshots clean \
 	flink-fetch flink-up flink-down services-test s3-fetch s3-up s3-down test-beam
 
 venv: $(STAMP) $(WORDNET_STAMP)
@@ -139,6 +139,15 @@ bench: $(STAMP) $(WORDNET_STAMP) flink-fetch
 	$(PY) tests/bench_cosmos.py
 	$(PY) tests/bench_protoqa.py
 	$(PY) tests/bench_flink.py
+
+# `record generate`, `record filter` and `cosmos paragraphs` on 1x, 10x and 30x a corpus made from
+# the repo's samples (tests/scale_corpus.py), in process and on the local Flink cluster (which the
+# script starts and stops, failed or not, unless one runs already): wall, CPU, peak RSS, rows;
+# out/bench-scale.json (docs/benchmarks.md). `make bench-scale SCALES=1 RUNNERS=local` is quick.
+SCALES ?= 1,10,30
+RUNNERS ?= local,flink
+bench-scale: $(STAMP) flink-fetch
+	$(PY) tests/bench_scale.py --scales $(SCALES) --runners $(RUNNERS)
 
 # Needs the real third-party samples beside the checkout (../shared/samples). The last script
 # compares the machine filter's readers per fold on the real CNN/DM articles (about 20 minutes on
