@@ -58,9 +58,11 @@ class GenerateCosmosParagraphs(beam.PTransform):
         stories = stories | "ProgressRead" >> progress.step("read", "stories")
         paragraphs, rejects, tallies = stories | "Paragraphs" >> Paragraphs(
             spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed)
-        # A story's segmentation starts with its `(segment, "in")` tally (see accounting.route).
+        # Stories are counted as their coherence batch is scored (its `((coherence, "in"), n)`
+        # tally, sent per batch by `accounting.route`); the segment stage's own tallies come once
+        # per bundle (a whole stage in the local runner) and count sentences.
         segmented = progress.step("segmented", "stories",
-                                  count=lambda t: 1 if t[0] == (SEGMENT_STAGE, "in") else 0)
+                                  count=lambda t: t[1] if t[0] == (COHERENCE_STAGE, "in") else 0)
         paragraphs = paragraphs | "ProgressKept" >> progress.step("kept", "paragraphs")
         (paragraphs | "ParagraphRows" >> beam.Map(lambda p: p.row())
          | "WriteParagraphs" >> WriteTable(out, "paragraphs", shards, dataset="cosmos",
@@ -68,8 +70,10 @@ class GenerateCosmosParagraphs(beam.PTransform):
         ([read_rejects, *rejects] | "FlattenRejects" >> beam.Flatten()
          | "RejectRows" >> beam.Map(lambda r: r.row())
          | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="cosmos", file_metadata=self._meta))
+        # On each stage's tallies, in the stage that makes them: after the Flatten the step would
+        # run only once every stage before it has finished.
+        tallies = [t | f"ProgressSegmented{i}" >> segmented for i, t in enumerate(tallies)]
         return ([read_tallies, *tallies] | "FlattenTallies" >> beam.Flatten()
-                | "ProgressSegmented" >> segmented
                 | "Summarize" >> Summarize(f"{out}/summary.json", STAGE_ORDER))
 
 

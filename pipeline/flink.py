@@ -12,7 +12,8 @@ is all a user adds, and csdata fills in what Beam's defaults get wrong without D
   or a registry that does not serve it) and the cluster runs the Flink that csdata's fallback
   job server is built for: the class path that `make flink-fetch` (services/flink) caches, as
   `--flink_job_server_jar`.
-- `--parallelism`: the cluster's free slots (Flink's own default is 1 in PyPI's config).
+- `--parallelism`: all the cluster's task slots, free or not (Flink's own default is 1 in
+  PyPI's config); the job waits for the slots other jobs hold.
 - `--experiments=pre_optimize=all`: the graph is fused by Beam's Python SDK, not by the job
   server (whose fuser fails on a Flatten of a Flatten).
 - `--job_name`: a unique `csdata-...`, by which the driver finds its job on the cluster.
@@ -97,17 +98,18 @@ def rest_get(master: str, path: str, timeout: float = REST_TIMEOUT) -> Any:
         return json.load(response)
 
 
-def free_slots(master: str) -> int:
-    """The cluster's free task slots, or all its slots while other jobs hold them (a job just
-    finished releases its slots a moment later; a new job waits for them); a one-line UserError
-    when its REST API does not answer or it has no slot at all."""
+def total_slots(master: str) -> int:
+    """All the cluster's task slots (REST `/overview`'s `slots-total`), busy or free: a job of
+    that parallelism waits for the slots other jobs hold, rather than running, at any scale,
+    on the few that happened to be free when it was submitted. A one-line UserError when its
+    REST API does not answer or it has no slot at all."""
     try:
         overview = rest_get(master, "/overview")
     except (urllib.error.URLError, OSError, ValueError) as error:
         reason = getattr(error, "reason", error)
         raise UserError(f"--flink_master {master}: no Flink REST API answers there ({reason}); "
                         "start a cluster (make flink-up) or fix the address") from None
-    slots = int(overview.get("slots-available", 0)) or int(overview.get("slots-total", 0))
+    slots = int(overview.get("slots-total", 0))
     if slots < 1:
         raise UserError(f"--flink_master {master}: the cluster has no task slot "
                         f"({overview.get('taskmanagers', 0)} TaskManagers)")
@@ -211,7 +213,7 @@ def cluster_args(args: Sequence[str]) -> list[str]:
                                 "csdata), or pass --environment_type and its command")
             added.append(f"--environment_options=process_command={boot}")
     if option_value(args, "parallelism") is None:
-        added.append(f"--parallelism={free_slots(master)}")
+        added.append(f"--parallelism={total_slots(master)}")
     added.extend(job_server_args(args, master))
     if not any(a.startswith("--experiments=pre_optimize=") for a in args):
         # Fuse on the Python side: the job server's own fuser rejects a Flatten that reads
@@ -243,7 +245,9 @@ def decode_varint(data: bytes) -> int:
 def user_counters(accumulators: Any, namespace: str) -> dict[str, int]:
     """The job's Beam counters in `namespace` (summed over steps) from `/jobs/ID/accumulators`:
     Beam's Flink runner reports them as the MonitoringInfos of its `__metricscontainers`
-    accumulator, which the TaskManagers update with each heartbeat while the job runs."""
+    accumulator. A task adds to it only as it closes (`FlinkMetricContainer.
+    registerMetricsForPipelineResult`), and a batch task runs its whole partition as one bundle:
+    so these are the counts of finished tasks, still at 0 for the steps of a running stage."""
     import base64
 
     totals: dict[str, int] = {}
@@ -323,21 +327,20 @@ def failure_line(job_id: str, entry: dict) -> str:
 
 
 class JobMonitor:
-    """While a job runs on the cluster: prints its id and web UI link once, then the progress
-    line from the job's counters (`transforms.core.progress` steps), as a local run does, and a
-    line for each task failure that Flink's restart strategy answers."""
+    """While a job runs on the cluster: prints its id and web UI link once, hands the job's
+    counters to the run's progress line (`transforms.core.progress.RunProgress.commit`: the
+    counters of the tasks that finished; the Python workers on the driver's machine send their
+    live counts to it themselves), and prints a line for each task failure that Flink's restart
+    strategy answers."""
 
-    def __init__(self, master: str, job_name: str, steps: Sequence[Any], enabled: bool = True,
-                 interval: Optional[float] = None):
+    def __init__(self, master: str, job_name: str, progress: Optional[Any] = None, enabled: bool = True):
         import threading
 
-        from transforms.core.reporting import Reporter, default_interval
-
-        self.master, self.job_name, self.job_id = master, job_name, None
+        self.master, self.job_name = master, job_name
+        self.job_id: Optional[str] = None
         self.stop_job_server: Optional[Callable[[], Any]] = None   # set by `run_on_cluster`
+        self._progress = progress
         self._enabled = enabled
-        self._reporter = Reporter(steps, default_interval() if interval is None else interval)
-        self._tallies = {step: self._reporter.tally(step) for step in steps}
         self._failures_seen = 0
         self.fatal: Optional[str] = None   # the cause of a failure no restart can mend
         self._stop = threading.Event()
@@ -351,9 +354,10 @@ class JobMonitor:
         self._stop.set()
         self._thread.join(timeout=2 * REST_TIMEOUT)
         if exc[0] is None and self.job_id is not None:
-            self._update()
-            if self._enabled:
-                self._reporter.finish()
+            try:
+                self._update()
+            except (OSError, ValueError, KeyError):
+                pass   # the finished pipeline's metrics give the last counts
 
     def _run(self) -> None:
         while not self._stop.wait(POLL_SECONDS):
@@ -365,20 +369,17 @@ class JobMonitor:
                               file=sys.stderr, flush=True)
                     continue
                 self._update()
-                if self._enabled and any(t.n for t in self._tallies.values()):
-                    self._reporter.report()
             except (OSError, ValueError, KeyError):
                 continue   # the REST API is busy or restarting: the next poll tries again
 
     def _update(self) -> None:
         from transforms.core.accounting import NAMESPACE
-        from transforms.core.progress import counter_name
 
         if self.job_id is None:
             return
-        counters = user_counters(rest_get(self.master, f"/jobs/{self.job_id}/accumulators"), NAMESPACE)
-        for step, tally in self._tallies.items():
-            tally.n = counters.get(counter_name(step), tally.n)
+        if self._progress is not None:
+            accumulators = rest_get(self.master, f"/jobs/{self.job_id}/accumulators")
+            self._progress.commit(user_counters(accumulators, NAMESPACE))
         self._report_failures()
 
     def _report_failures(self) -> None:
@@ -445,13 +446,13 @@ def cancel_job(master: str, job_id: str) -> None:
     urllib.request.urlopen(request, timeout=REST_TIMEOUT).close()
 
 
-def run_on_cluster(pipeline: Any, master: str) -> Any:
-    """Run `pipeline` on the Flink cluster at `master` to the end, with `JobMonitor` showing it;
-    a failed job raises `JobFailed` with its id and first worker error."""
+def run_on_cluster(pipeline: Any, master: str, progress: Optional[Any] = None) -> Any:
+    """Run `pipeline` on the Flink cluster at `master` to the end, with `JobMonitor` showing it
+    (its counters into `progress`, a `transforms.core.progress.RunProgress`); a failed job
+    raises `JobFailed` with its id and first worker error."""
     from apache_beam.options.pipeline_options import GoogleCloudOptions
 
     from transforms.core.errors import JobFailed
-    from transforms.core.progress import progress_steps
     from transforms.core.reporting import enabled_by_env
 
     job_name = pipeline.options.view_as(GoogleCloudOptions).job_name
@@ -459,7 +460,7 @@ def run_on_cluster(pipeline: Any, master: str) -> Any:
     root = logging.getLogger()
     root.addFilter(job_errors)
     try:
-        with JobMonitor(master, job_name, progress_steps(pipeline), enabled=enabled_by_env()) as monitor:
+        with JobMonitor(master, job_name, progress, enabled=enabled_by_env()) as monitor:
             RUNNING.append(monitor)
             ours = signal.getsignal(signal.SIGINT)
             result = pipeline.run()

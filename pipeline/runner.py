@@ -160,19 +160,24 @@ def new_pipeline(options: Optional[PipelineOptions] = None) -> beam.Pipeline:
 
 def run_pipeline(pipeline: beam.Pipeline):
     """Run `pipeline` (best made by `new_pipeline`) to the end, its local workers with
-    `bound_worker_heap`; returns its result.
+    `bound_worker_heap` and its progress on one line of this process's stderr
+    (`transforms.core.progress.RunProgress`); returns its result.
 
     The first run in a process first freezes what the process holds (`freeze_heap`): its
     modules, the spec and the graph stay for the run, and full collections skip them."""
     from pipeline.flink import cluster_master, run_on_cluster
+    from transforms.core.progress import RunProgress
 
     bound_worker_heap()
     freeze_heap("run")
     master = cluster_master(pipeline.options)
-    if master is not None:
-        return run_on_cluster(pipeline, master)
-    result = pipeline.run()
-    result.wait_until_finish()
+    with RunProgress(pipeline) as progress:   # the run's one progress line, in this process
+        if master is not None:
+            result = run_on_cluster(pipeline, master, progress)
+        else:
+            result = pipeline.run()
+            result.wait_until_finish()
+        progress.finish(result)
     return result
 
 
@@ -212,7 +217,8 @@ def check_beam_args(extra: Sequence[str]) -> None:
 
 def check_inputs(patterns: Sequence[str]) -> None:
     """Every input pattern (file, directory or glob; local or on an object store) must match at
-    least one file."""
+    least one file. Only a first match is looked for: the pipeline matches the patterns itself
+    (`transforms.core.files`), so no list of the files is built here."""
     from transforms.core.runs import check_patterns
 
     remote = [p for p in patterns if "://" in p]
@@ -224,7 +230,7 @@ def check_inputs(patterns: Sequence[str]) -> None:
         if os.path.isdir(pattern):
             if not any(files for _, _, files in os.walk(pattern)):
                 raise UserError(f"--input {pattern}: the directory holds no file")
-        elif not glob.glob(pattern):
+        elif next((p for p in glob.iglob(pattern, recursive=True) if not os.path.isdir(p)), None) is None:
             raise UserError(f"--input {pattern} matches no file")
 
 

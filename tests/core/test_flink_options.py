@@ -189,18 +189,26 @@ def test_the_root_cause_of_a_failed_job():
     assert root_cause("java.io.IOException: disk full") == "java.io.IOException: disk full"
 
 
-@pytest.mark.parametrize("overview, parallelism", [
-    ({"taskmanagers": 2, "slots-total": 4, "slots-available": 3}, "3"),   # the free slots
-    ({"taskmanagers": 2, "slots-total": 4, "slots-available": 0}, "4"),   # busy: the job waits for all
-])
-def test_parallelism_is_the_free_slots_else_all_of_them(cached_jar, overview, parallelism):
-    server = rest_server({"/overview": (200, overview)})
+@pytest.mark.parametrize("available", [4, 3, 0])   # all free, one held by another job, all held
+def test_parallelism_is_all_the_slots_of_the_cluster_free_or_not(cached_jar, available):
+    server = rest_server({"/overview": (200, {"taskmanagers": 2, "slots-total": 4,
+                                              "slots-available": available})})
     try:
         args = cluster_args(["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{server.server_port}",
                              "--flink_job_server_jar=/opt/js.jar"])
     finally:
         server.shutdown()
-    assert option_value(args, "parallelism") == parallelism
+    assert option_value(args, "parallelism") == "4"    # the job waits for the slots others hold
+
+
+def test_a_given_parallelism_wins_over_the_slot_count(cached_jar):
+    server = rest_server({"/overview": (200, {"taskmanagers": 2, "slots-total": 4, "slots-available": 4})})
+    try:
+        args = cluster_args(["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{server.server_port}",
+                             "--flink_job_server_jar=/opt/js.jar", "--parallelism=16"])
+    finally:
+        server.shutdown()
+    assert option_value(args, "parallelism") == "16" and args.count("--parallelism=16") == 1
 
 
 def test_a_cluster_without_slots_is_one_line(cached_jar):
@@ -211,3 +219,28 @@ def test_a_cluster_without_slots_is_one_line(cached_jar):
             cluster_args(["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{server.server_port}"])
     finally:
         server.shutdown()
+
+
+def test_the_monitor_hands_the_jobs_counters_to_the_progress_line():
+    from pipeline.flink import JobMonitor
+
+    class Progress:
+        def __init__(self):
+            self.committed = []
+
+        def commit(self, counters):
+            self.committed.append(counters)
+
+    seven = base64.b64encode(bytes([7])).decode()
+    metrics = {"metrics": {"attempted": [counter("progress.articles.read", seven)]}}
+    accumulators = {"user-task-accumulators": [{"name": "__metricscontainers", "value": json.dumps(metrics)}]}
+    server = rest_server({"/jobs/j1/accumulators": (200, accumulators),
+                          "/jobs/j1/exceptions": (200, {"exceptionHistory": {"entries": []}})})
+    progress = Progress()
+    try:
+        monitor = JobMonitor(f"127.0.0.1:{server.server_port}", "csdata-x", progress)
+        monitor.job_id = "j1"
+        monitor._update()
+    finally:
+        server.shutdown()
+    assert progress.committed == [{"progress.articles.read": 7}]

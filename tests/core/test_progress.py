@@ -57,6 +57,7 @@ def test_reporter_throttles_to_one_line_per_interval():
 
 def test_reporter_line_format_units_rate_and_elapsed():
     reporter, tallies, clock, stream = make_reporter(interval=5.0)
+    tallies[STEPS[0]].busy = True                            # still reading: no total yet
     tallies[STEPS[0]].n = 1234
     tallies[STEPS[1]].n = 567
     tallies[STEPS[2]].n = 890
@@ -66,16 +67,127 @@ def test_reporter_line_format_units_rate_and_elapsed():
                     f"{1234 / 83:,.1f} articles/s · 0:01:23")
     assert stream.getvalue() == line + "\n"
     # Reading is over: the rate is now that of annotation, over the last interval only.
+    tallies[STEPS[0]].busy = False
     tallies[STEPS[1]].n = 617
     line = reporter.report(100.0 + 93.0)
-    assert line.endswith("· 617 annotated · 890 queries written · 5.0 articles/s · 0:01:33")
+    assert "· 617/1,234 annotated · 890 queries written · 5.0 articles/s ·" in line
     # The unit is repeated only where it changes.
-    assert "1,234 articles read · 617 annotated ·" in line
-    # Nothing moved: no line.
-    assert reporter.report(100.0 + 3700.0) is None
-    # Elapsed time past an hour.
-    tallies[STEPS[2]].n = 900
-    assert reporter.report(100.0 + 3700.0).endswith("900 queries written · 0.0 queries/s · 1:01:40")
+    assert "1,234 articles read · 617/1,234 annotated ·" in line
+    # Elapsed time past an hour; the ETA is gone once annotation reached its total.
+    tallies[STEPS[1]].n = 1234
+    assert reporter.report(100.0 + 3700.0).endswith("1,234/1,234 annotated · 890 queries written · "
+                                                    "0.2 articles/s · 1:01:40")
+
+
+def test_the_eta_is_the_remaining_count_at_the_mean_rate_since_the_step_started():
+    reporter, tallies, clock, stream = make_reporter(interval=5.0)
+    tallies[STEPS[0]].n = 1000
+    assert reporter.report(105.0) is not None                # annotation seen at 0 at 105
+    assert reporter.report(110.0) is None                    # nothing moved: no line, seen at 0 at 110
+    tallies[STEPS[1]].n = 200
+    # 200 in the 20 s since 110: 10 a second; 800 left: 80 s. The rate shown is over the 25 s
+    # since the last line: 200 / 25 = 8.0.
+    assert reporter.report(130.0) == ("csdata: 1,000 articles read · 200/1,000 annotated · "
+                                      "0 queries written · 8.0 articles/s · ETA 0:01:20 · 0:00:30")
+    tallies[STEPS[1]].n = 600
+    # 600 in 50 s since 110: 12 a second; 400 left: 33.3 s.
+    assert reporter.report(160.0).endswith("· ETA 0:00:33 · 0:01:00")
+    tallies[STEPS[1]].n = 700
+    assert reporter.finish(170.0).endswith("· 700/1,000 annotated · 0 queries written · 10.0 articles/s · 0:01:10")
+
+
+def test_a_total_shows_once_the_first_step_of_its_unit_is_idle_and_the_step_started():
+    reporter, tallies, _, _ = make_reporter(interval=0)
+    totals = reporter.totals
+    counts = {STEPS[0]: 10, STEPS[1]: 4, STEPS[2]: 7}
+    assert totals(counts, {}) == {STEPS[0]: None, STEPS[1]: 10, STEPS[2]: None}   # queries: a unit of its own
+    assert totals(counts, {STEPS[0]: True})[STEPS[1]] is None                      # still reading
+    assert totals({**counts, STEPS[1]: 0}, {})[STEPS[1]] is None                   # not started
+    assert totals({**counts, STEPS[1]: 11}, {})[STEPS[1]] is None                  # past it: no total
+
+
+def test_a_heartbeat_line_while_nothing_moves():
+    reporter, tallies, _, stream = make_reporter(interval=5.0)
+    tallies[STEPS[0]].n = 3
+    assert reporter.report(105.0) is not None
+    for now in (110.0, 120.0, 134.9):                        # HEARTBEAT_SECONDS (30) after that line
+        assert reporter.report(now) is None
+    assert reporter.report(135.0) == "csdata: 3 articles read · 0 annotated · 0 queries written · 0:00:35"
+    assert reporter.report(140.0) is None
+    assert len(stream.getvalue().splitlines()) == 2
+    assert reporting.HEARTBEAT_SECONDS == 30.0
+
+
+def test_other_processes_counts_add_up_and_committed_counts_are_a_floor():
+    reporter, tallies, _, _ = make_reporter(interval=0)
+    tallies[STEPS[0]].n = 2
+    reporter.source("host/11", {STEPS[0]: (3, False), STEPS[1]: (1, True)})
+    reporter.source("host/12", {STEPS[0]: (4, False)})
+    reporter.source("host/11", {STEPS[0]: (5, False), STEPS[1]: (2, False)})   # replaces its first
+    assert reporter.counts() == {STEPS[0]: 2 + 5 + 4, STEPS[1]: 2, STEPS[2]: 0}
+    reporter.commit({STEPS[0]: 9, STEPS[2]: 6})              # the job's counters: 9 < 11 stays 11
+    assert reporter.counts() == {STEPS[0]: 11, STEPS[1]: 2, STEPS[2]: 6}
+    assert reporter.busy() == {STEPS[0]: False, STEPS[1]: False, STEPS[2]: False}
+    reporter.source("host/12", {STEPS[0]: (4, True)})
+    assert reporter.busy()[STEPS[0]] is True
+
+
+class FakeRelay:
+    def __init__(self, listening: bool):
+        self.listening, self.sent = listening, []
+
+    def send(self, counts) -> bool:
+        self.sent.append(dict(counts))
+        return self.listening
+
+
+def test_a_relaying_worker_sends_instead_of_printing_and_prints_where_nobody_listens():
+    stream, clock = io.StringIO(), Clock()
+    relay = FakeRelay(listening=True)
+    reporter = Reporter(STEPS[:2], 5.0, stream=stream, clock=clock, relay=relay)
+    tally = reporter.tally(STEPS[0])
+    tally.busy, tally.n = True, 4
+    assert reporter.report(101.0) is None                    # throttled like a line
+    assert reporter.bundle_done() is not None                # a bundle's end is sent at once
+    tally.busy = False
+    assert reporter.bundle_done() is not None                # the step went idle: sent again
+    assert reporter.bundle_done() is None                    # nothing new
+    assert relay.sent == [{STEPS[0]: (4, True), STEPS[1]: (0, False)},
+                          {STEPS[0]: (4, False), STEPS[1]: (0, False)}]
+    assert stream.getvalue() == ""
+    relay.listening = False
+    tally.n = 5
+    assert reporter.bundle_done() is not None
+    assert stream.getvalue().startswith("csdata: 5 articles read")
+
+
+def test_the_relay_carries_counts_to_the_drivers_listener():
+    from transforms.core.relay import Listener, Relay, decode, encode
+
+    assert decode(encode("h/1", {STEPS[0]: (3, True)})) == ("h/1", {STEPS[0]: (3, True)})
+    assert decode(b"not json") is None and decode(b'{"from": "h/1"}') is None
+    group = ProgressLine().group
+    driver = Reporter(STEPS, 5.0, stream=io.StringIO(), clock=Clock())
+    assert not Relay(group).send({STEPS[0]: (1, False)})     # nobody listens yet
+    listener = Listener(group, driver)
+    try:
+        assert listener.listening
+        assert Relay(group).send({STEPS[0]: (3, False), STEPS[1]: (1, True)})
+        assert listener.drain() == 1
+    finally:
+        listener.stop()
+    assert driver.counts() == {STEPS[0]: 3, STEPS[1]: 1, STEPS[2]: 0}
+    assert driver.busy()[STEPS[1]] is True
+
+
+def test_count_text_eta_seconds_and_clock_text():
+    from transforms.core.reporting import clock_text, count_text, eta_seconds
+
+    assert count_text(1234, None, "articles", "read", True) == "1,234 articles read"
+    assert count_text(567, 1234, "articles", "annotated", False) == "567/1,234 annotated"
+    assert eta_seconds(300, 1000, 2.0) == 350.0              # 700 left at 2 a second
+    assert eta_seconds(1000, 1000, 2.0) is None and eta_seconds(3, 10, 0.0) is None
+    assert clock_text(3725.9) == "1:02:05" and clock_text(-1) == "0:00:00"
 
 
 def test_two_step_instances_of_one_label_share_a_count():
@@ -89,8 +201,8 @@ def test_longer_step_lists_extend_the_line():
     reporter = Reporter(STEPS[:1], 0, stream=io.StringIO(), clock=Clock())
     reporter.tally(STEPS[0], STEPS[:1]).n = 2
     assert reporter.report(101.0) == "csdata: 2 articles read · 2.0 articles/s · 0:00:01"
-    reporter.tally(STEPS[2], STEPS)                          # a later step, set up later
-    assert "2 articles read · 0 annotated · 0 queries written" in reporter.report(102.0)
+    reporter.tally(STEPS[2], STEPS).n = 1                    # a later step, set up later
+    assert "2 articles read · 0 annotated · 1 queries written" in reporter.report(102.0)
 
 
 def test_finish_prints_a_last_line_only_after_a_line_and_when_counts_moved():
@@ -101,6 +213,7 @@ def test_finish_prints_a_last_line_only_after_a_line_and_when_counts_moved():
     assert reporter.finish(106.0) is None                    # nothing new since that line
     tallies[STEPS[0]].n = 4
     assert reporter.finish(106.0).startswith("csdata: 4 articles read")   # not throttled
+    assert reporter.finish(140.0) is None                    # no heartbeat at the end
     assert len(stream.getvalue().splitlines()) == 2
 
 
@@ -179,7 +292,7 @@ def test_reporters_are_per_pipeline():
 # --------------------------------------------------------------------------- the CLI, as a user runs it
 
 PREFIX = re.compile(r"^csdata(?: \[worker (\d+)\])?: ")
-COUNT = re.compile(r"^([\d,]+) (?:(\w+) )?(\w+)$")     # "1,234 articles read" or "567 annotated"
+COUNT = re.compile(r"^([\d,]+)(?:/[\d,]+)? (?:(\w+) )?(\w+)$")   # "1,234 articles read", "567/1,234 annotated"
 
 
 def parse(line: str):
@@ -238,15 +351,44 @@ def test_generate_prints_progress_on_stderr_and_none_when_disabled(tmp_path):
 
 
 @pytest.mark.slow
-def test_multi_processing_workers_print_their_share_on_the_terminal(tmp_path):
+def test_a_multi_processing_generate_prints_one_line_for_all_workers(tmp_path):
     done = generate_subprocess(tmp_path, {INTERVAL_ENV: "0", ENABLED_ENV: "1"},
                                "--direct_running_mode=multi_processing", "--direct_num_workers=2")
     last = last_counts(done.stderr)
-    assert last and "" not in last, done.stderr               # every line is a worker's
-    # Each worker counts what it processed; together they are the run's totals.
+    assert list(last) == [""], done.stderr                    # the driver's line only, no worker's
     totals = written_totals(tmp_path / "out")
     assert totals[("articles", "read")] == READ and totals[("articles", "annotated")] == ANNOTATED
-    assert {step: sum(c.get(step, 0) for c in last.values()) for step in totals} == totals, last
+    assert last[""] == totals, done.stderr
+
+
+# Two worker processes: each stage's input is dealt out between them.
+MULTI_PROCESS_RUN = """
+import apache_beam as beam
+from pipeline.runner import beam_options, new_pipeline, run_pipeline
+from transforms.core.progress import ProgressLine
+
+pipeline = new_pipeline(beam_options(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))
+line = ProgressLine()
+numbers = pipeline | beam.Create(list(range(1, 201))) | "Read" >> line.step("read", "numbers")
+(numbers | beam.Reshuffle() | beam.Map(lambda n: (n % 5, n)) | beam.GroupByKey()
+ | beam.FlatMap(lambda kv: kv[1]) | "Done" >> line.step("done", "numbers"))
+run_pipeline(pipeline)
+"""
+
+
+def test_a_multi_processing_run_prints_one_line_for_all_its_workers():
+    env = {**os.environ, INTERVAL_ENV: "0", ENABLED_ENV: "1"}
+    done = subprocess.run([sys.executable, "-c", MULTI_PROCESS_RUN], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("csdata")]
+    assert lines and all(ln.startswith("csdata: ") for ln in lines), done.stderr   # no worker's line
+    counts = [parse(ln)[1] for ln in lines]
+    # The driver printed the workers' counts while they ran (the pipeline's own counters come
+    # only at its end), and ends on the run's totals.
+    assert len(counts) >= 2 and counts[0][("numbers", "read")] > 0, lines
+    assert counts[-1] == {("numbers", "read"): 200, ("numbers", "done"): 200}, lines
+    assert lines[-1].startswith("csdata: 200 numbers read · 200/200 done ·"), lines
 
 
 def test_the_cli_switch_is_the_variable_the_pipelines_read(monkeypatch):

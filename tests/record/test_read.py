@@ -65,21 +65,12 @@ def test_unreadable_records_become_named_rejects(tmp_path):
 def test_directories_expand_to_supported_files_only(tmp_path):
     (tmp_path / "a.story").write_text(STORY)
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "b.jsonl").write_text("{}")
+    (tmp_path / "sub" / "b.jsonl").write_text('{"id": "b", "article": "B one.", "highlights": "h"}\n')
     (tmp_path / "readme.md").write_text("x")
     assert expand_local_inputs([str(tmp_path), "gs://bucket/*.story"], SUPPORTED_SUFFIXES) == [
         str(tmp_path / "a.story"), str(tmp_path / "sub" / "b.jsonl"), "gs://bucket/*.story"]
-
-
-def test_read_patterns_refuses_a_missing_file_but_not_an_empty_glob(tmp_path):
-    import pytest
-    from apache_beam.io.filesystem import BeamIOError
-
-    from transforms.core.files import read_patterns
-
-    (tmp_path / "a.txt").write_bytes(b"one\ntwo\n")
-    lines = lambda path, handle: (line.strip() for line in handle)  # noqa: E731
-    got = list(read_patterns(b"", [str(tmp_path / "*.txt"), str(tmp_path / "*.none")], lines))
-    assert got == [b"one", b"two"]
-    with pytest.raises(BeamIOError, match="Empty match"):
-        list(read_patterns(b"", [str(tmp_path / "missing.txt")], lines))
+    with beam_test_pipeline() as p:       # the pipeline reads the same files (readme.md is not one)
+        articles, rejects, _ = p | ReadArticles([str(tmp_path)])
+        assert_that(articles | beam.Map(lambda a: (a.id, a.origin)),
+                    equal_to([("a", str(tmp_path / "a.story")), ("b", f"{tmp_path / 'sub' / 'b.jsonl'}:1")]))
+        assert_that(rejects, equal_to([]), label="no rejects")

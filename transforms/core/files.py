@@ -1,66 +1,292 @@
-"""Reading input files on any Beam filesystem: local directory expansion and raw-record splitting."""
+"""Reading input files on any Beam filesystem, spread over the workers.
+
+`ReadRawRecords(patterns, splitter)` is Beam's `fileio.MatchAll | Reshuffle | ReadMatches` with
+our rules, then a rebalance of the records:
+
+    Patterns (Create) -> MatchFiles -> SpreadFiles (Reshuffle) -> ReadFiles -> Rebalance (Reshuffle)
+
+* **Matching happens inside the pipeline.** The graph holds the patterns as given (a few
+  strings), never the files they match: `MatchFiles` emits one `(path, size)` element per file
+  and bumps the Beam counters `read.files_matched` and `read.bytes_matched` (namespace
+  `transforms.core.accounting.NAMESPACE`), so progress can show how many there are to read.
+* **Each file is read by the worker it is dealt to.** `SpreadFiles` reshuffles the matches, so
+  the files of one pattern (a folder of 300k stories) are read by every worker, not by the one
+  that matched them. `read.files_read` / `read.bytes_read` count what has been read.
+* **A local directory stays a pattern.** With `folder_files`, a local directory given as input
+  becomes the pattern `DIR/**` (Beam's `**` crosses folders on the local filesystem and on
+  object stores: `cnn/stories/x.story` is found under `cnn`), and only the files whose names
+  `folder_files` accepts are read: ReCoRD's supported suffixes, or Cosmos QA's visible (not dot)
+  files. Without it (ProtoQA) patterns are matched as they are.
+* **The match rules are Beam's.** A pattern without `*` that matches nothing is an error naming
+  it (what `EmptyMatchTreatment.ALLOW_IF_WILDCARD` allows); a glob may match nothing. Directory
+  entries of object stores (paths ending in `/`) are skipped. `*` stays within one folder, `**`
+  crosses folders.
+* **Records are rebalanced.** One big file (a `.tgz` of stories) is still split by one worker;
+  `Rebalance` deals its records out to every worker for the stages after reading.
+* **Big line files are read in byte ranges.** With `line_files`, a matched file it accepts that
+  is bigger than `range_bytes` (64 MiB) is read by several workers, each a range of it, as
+  Beam's text source splits a file: a range reads the whole lines that *start* inside it (it
+  skips the line it starts in the middle of, and finishes the line it ends in the middle of), so
+  every line is read once, however long. Records keep their `path:line` origins: a first pass
+  (`CountLines`) counts each range's line ends, a `GroupByKey` per file adds them up, and each
+  range's splitter is then called with `first_line=N`, the number of its first line. A split file
+  is read twice (once to count, once to split); compressed files are never split.
+"""
 from __future__ import annotations
 
+import io
 import os
+from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import apache_beam as beam
-from apache_beam.io import fileio
-from apache_beam.io.filesystem import BeamIOError
+from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from transforms.core.accounting import NAMESPACE
+
+# A splitter turns one file into raw records: `splitter(path, handle)`; for `line_files` also
+# `splitter(path, handle, first_line=N)` (a range of the file whose first line is line N).
+Splitter = Callable[..., Iterator[Any]]
+MatchedFile = tuple[str, int]                 # (path, size in bytes)
+FileRange = tuple[str, int, int, int]         # (path, index, start, end): bytes [start, end)
+NumberedRange = tuple[str, int, int, int]     # (path, start, end, first line number)
+
+RANGE_BYTES = 64 << 20
+_CHUNK = 1 << 16
 
 
-def expand_local_inputs(patterns: Iterable[str],
-                        suffixes: Optional[tuple[str, ...]] = None) -> list[str]:
-    """Turn local directories into their files with `suffixes` (None: every visible file);
-    leave other patterns (globs, files, gs://...) alone."""
+@dataclass(frozen=True)
+class FolderFiles:
+    """Which files of a local directory given as input are read.
+
+    Args:
+        suffixes: read the files whose names end with one of these (any case); None: every
+            visible file (a name not starting with a dot).
+    """
+
+    suffixes: Optional[tuple[str, ...]] = None
+
+    def __call__(self, name: str) -> bool:
+        if self.suffixes is not None:
+            return name.lower().endswith(self.suffixes)
+        return not name.startswith(".")
+
+
+def folder_pattern(pattern: str, folder_files: Optional[FolderFiles]) -> tuple[str, bool]:
+    """`(pattern to match, whether it is a folder)`: a local directory becomes `DIR/**` when
+    `folder_files` is given; any other pattern (a file, a glob, `s3://...`) stays as it is."""
+    if folder_files is not None and "://" not in pattern and os.path.isdir(pattern):
+        return os.path.join(pattern, "**"), True
+    return pattern, False
+
+
+def expand_local_inputs(patterns: Iterable[str], suffixes: Optional[tuple[str, ...]] = None) -> list[str]:
+    """Local directories turned into their files that `FolderFiles(suffixes)` accepts, other
+    patterns left alone: for in-process tools (the benchmarks). A pipeline never holds such a
+    list: `ReadRawRecords` matches folders inside the pipeline."""
+    accepts = FolderFiles(suffixes)
     expanded: list[str] = []
     for pattern in patterns:
         if "://" not in pattern and os.path.isdir(pattern):
             for root, _, files in os.walk(pattern):
-                expanded.extend(os.path.join(root, f) for f in sorted(files)
-                                if (f.lower().endswith(suffixes) if suffixes else not f.startswith(".")))
+                expanded.extend(os.path.join(root, f) for f in sorted(files) if accepts(f))
         else:
             expanded.append(pattern)
     return expanded
 
-Splitter = Callable[[str, IO[bytes]], Iterator[Any]]
 
-def read_file(readable: fileio.ReadableFile, splitter: Splitter) -> Iterator[Any]:
-    path = readable.metadata.path
-    with readable.open(compression_type="uncompressed") as handle:
+def _count(name: str, n: int = 1) -> None:
+    Metrics.counter(NAMESPACE, f"read.{name}").inc(n)
+
+
+def match_files(item: tuple[str, bool], folder_files: Optional[FolderFiles] = None) -> Iterator[MatchedFile]:
+    """`(path, size)` of every file `item` (`folder_pattern`'s pair) matches; for a folder only
+    the files `folder_files` accepts. A pattern without `*` that matches nothing raises
+    `BeamIOError` naming it; directory entries are skipped."""
+    pattern, is_folder = item
+    metadata_list = FileSystems.match([pattern])[0].metadata_list
+    if not metadata_list and "*" not in pattern:
+        raise BeamIOError(f"Empty match for pattern {pattern}. Disallowed.")
+    for metadata in metadata_list:
+        path = metadata.path
+        if path.endswith(("/", "\\")):
+            continue
+        if is_folder and folder_files is not None and not folder_files(os.path.basename(path)):
+            continue
+        _count("files_matched")
+        _count("bytes_matched", metadata.size_in_bytes)
+        yield path, metadata.size_in_bytes
+
+
+def _open(path: str) -> IO[bytes]:
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def _is_split(matched: MatchedFile, line_files: Optional[Callable[[str], bool]], range_bytes: int) -> bool:
+    return line_files is not None and matched[1] > range_bytes and line_files(matched[0])
+
+
+def read_whole_file(matched: MatchedFile, splitter: Splitter,
+                    line_files: Optional[Callable[[str], bool]] = None,
+                    range_bytes: int = RANGE_BYTES) -> Iterator[Any]:
+    """The raw records of a matched file read whole (nothing for a file read in ranges)."""
+    if _is_split(matched, line_files, range_bytes):
+        return
+    path, size = matched
+    with _open(path) as handle:
         yield from splitter(path, handle)
+    _count("files_read")
+    _count("bytes_read", size)
 
-def read_patterns(_: Any, patterns: Sequence[str], splitter: Splitter) -> Iterator[Any]:
-    """The raw records of every file matching `patterns`, in one step: what `fileio.MatchAll()`
-    (an empty match is an error unless the pattern has a `*`), `fileio.ReadMatches()`
-    (directories skipped) and `read_file` do, without their three steps. (Beam's own check of
-    that rule raises `ValueError("ALLOW_IF_WILDCARD")` for a pattern without `*`; this says
-    which pattern matched nothing.)"""
-    for pattern, result in zip(patterns, FileSystems.match(list(patterns))):
-        if not result.metadata_list and "*" not in pattern:
-            raise BeamIOError(f"Empty match for pattern {pattern}. Disallowed.")
-        for metadata in result.metadata_list:
-            if not metadata.path.endswith(("/", "\\")):
-                yield from read_file(fileio.ReadableFile(metadata), splitter)
+
+def file_ranges(matched: MatchedFile, line_files: Optional[Callable[[str], bool]] = None,
+                range_bytes: int = RANGE_BYTES) -> Iterator[FileRange]:
+    """`(path, index, start, end)` of the byte ranges of a line file bigger than `range_bytes`
+    (nothing for a file read whole)."""
+    if not _is_split(matched, line_files, range_bytes):
+        return
+    path, size = matched
+    for index, start in enumerate(range(0, size, range_bytes)):
+        yield path, index, start, min(start + range_bytes, size)
+
+
+class LineRange(io.RawIOBase):
+    """The bytes of the lines of `handle` that start in `[start, end)`: from the first line start
+    at or after `start` (0, or just after a line end) to the end of the line holding byte
+    `end - 1`. Consecutive ranges thus read every line of a file exactly once."""
+
+    def __init__(self, handle: IO[bytes], start: int, end: int):
+        super().__init__()
+        self._handle, self._start, self._end = handle, start, end
+        self._pos = -1            # the position in the file; -1 until the range is aligned
+        self._done = False
+        self.size = 0             # bytes returned so far
+
+    def readable(self) -> bool:
+        return True
+
+    def _align(self) -> None:
+        self._pos = 0
+        if self._start > 0:
+            self._handle.seek(self._start - 1)
+            self._pos = self._start - 1
+            while True:             # skip the line that began before the range
+                chunk = self._handle.read(_CHUNK)
+                if not chunk:
+                    self._done = True
+                    return
+                newline = chunk.find(b"\n")
+                if newline >= 0:
+                    self._pos += newline + 1
+                    self._handle.seek(self._pos)
+                    break
+                self._pos += len(chunk)
+        if self._pos >= self._end:  # a line that began before the range runs past its end
+            self._done = True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._pos < 0:
+            self._align()
+        if self._done:
+            return 0
+        chunk = self._handle.read(min(len(buffer), _CHUNK))
+        if not chunk:
+            self._done = True
+            return 0
+        last = self._end - 1      # the line holding this byte is the range's last
+        if self._pos + len(chunk) > last:
+            newline = chunk.find(b"\n", max(0, last - self._pos))
+            if newline >= 0:
+                chunk = chunk[: newline + 1]
+                self._done = True
+        buffer[: len(chunk)] = chunk
+        self._pos += len(chunk)
+        self.size += len(chunk)
+        return len(chunk)
+
+
+def count_lines(item: FileRange) -> tuple[str, tuple[int, int, int, int]]:
+    """`(path, (index, start, end, line ends))` of a range: how many lines it reads."""
+    path, index, start, end = item
+    with _open(path) as handle:
+        lines = LineRange(handle, start, end)
+        newlines = 0
+        while chunk := lines.read(_CHUNK):
+            newlines += chunk.count(b"\n")
+    return path, (index, start, end, newlines)
+
+
+def number_ranges(item: tuple[str, Iterable[tuple[int, int, int, int]]]) -> Iterator[NumberedRange]:
+    """`(path, start, end, first line)` of each range of a file, from the line ends of the
+    ranges before it (line numbers start at 1)."""
+    path, ranges = item
+    first = 1
+    for _, start, end, newlines in sorted(ranges):
+        yield path, start, end, first
+        first += newlines
+
+
+def read_range(item: NumberedRange, splitter: Splitter) -> Iterator[Any]:
+    """The raw records of one range of a line file: `splitter(path, lines, first_line=N)`."""
+    path, start, end, first_line = item
+    with _open(path) as handle:
+        lines = LineRange(handle, start, end)
+        yield from splitter(path, io.BufferedReader(lines, buffer_size=_CHUNK), first_line=first_line)
+    if start == 0:
+        _count("files_read")
+    _count("bytes_read", lines.size)
 
 
 class ReadRawRecords(beam.PTransform):
-    """Match file patterns, split each file into raw records with `splitter(path, handle)`, and
-    rebalance them, so one big file (an archive, a JSONL dump) does not pin its records to one
-    worker."""
+    """Match file patterns inside the pipeline, read each file on the worker it is dealt to,
+    split it into raw records with `splitter(path, handle)` and rebalance them (see the module
+    docstring).
 
-    def __init__(self, patterns: Sequence[str], splitter: Splitter):
+    Args:
+        patterns: files, globs and (with `folder_files`) local directories, on any Beam filesystem.
+        splitter: `splitter(path, binary handle)` -> raw records; for `line_files` it also takes
+            `first_line=N`, the number of the handle's first line.
+        folder_files: which files of a local directory are read; None: directories are not
+            turned into patterns.
+        line_files: which files (by path) are read line by line and may be split into byte
+            ranges when bigger than `range_bytes`; None: every file is read whole.
+        range_bytes: the size of a range of a line file.
+    """
+
+    def __init__(self, patterns: Sequence[str], splitter: Splitter, *,
+                 folder_files: Optional[FolderFiles] = None,
+                 line_files: Optional[Callable[[str], bool]] = None,
+                 range_bytes: int = RANGE_BYTES):
         super().__init__()
-        self._patterns = list(patterns)
+        if range_bytes < 1:
+            raise ValueError(f"range_bytes must be positive, got {range_bytes}")
+        self._patterns = [folder_pattern(p, folder_files) for p in patterns]
         self._splitter = splitter
+        self._folder_files = folder_files
+        self._line_files = line_files
+        self._range_bytes = range_bytes
 
     def expand(self, pbegin):
-        return (
+        splitter, line_files, size = self._splitter, self._line_files, self._range_bytes
+        files = (
             pbegin
-            # The few patterns are matched and read in one step (a `Create` of them would not
-            # spread them either, without a reshuffle): the records are rebalanced below.
-            | "Patterns" >> beam.Impulse()
-            | "SplitFiles" >> beam.FlatMap(read_patterns, self._patterns, self._splitter)
-            | "Rebalance" >> beam.Reshuffle()
+            | "Patterns" >> beam.Create(self._patterns)
+            | "MatchFiles" >> beam.FlatMap(match_files, self._folder_files)
+            | "SpreadFiles" >> beam.Reshuffle()
         )
+        records = files | "ReadFiles" >> beam.FlatMap(read_whole_file, splitter, line_files, size)
+        if line_files is not None:
+            ranged = (
+                files
+                | "PlanRanges" >> beam.FlatMap(file_ranges, line_files, size)
+                | "SpreadRanges" >> beam.Reshuffle()
+                | "CountLines" >> beam.Map(count_lines)
+                | "GroupRanges" >> beam.GroupByKey()
+                | "NumberRanges" >> beam.FlatMap(number_ranges)
+                | "SpreadNumbered" >> beam.Reshuffle()
+                | "ReadRanges" >> beam.FlatMap(read_range, splitter)
+            )
+            records = (records, ranged) | "AllRecords" >> beam.Flatten()
+        return records | "Rebalance" >> beam.Reshuffle()

@@ -1,40 +1,50 @@
 """Progress of long runs on stderr: the Beam passthrough steps (`transforms.core.reporting`, which
 has no Beam, formats and throttles the line, and holds the account of what was written where).
 
-A pipeline's `ProgressLine` makes passthrough `Progress` steps; every worker process prints one
-combined line for them at most every `interval` seconds (default 5, `CSDATA_PROGRESS_SECONDS`):
+A pipeline's `ProgressLine` makes passthrough `Progress` steps; the run prints one line for them
+on the driver's stderr, every `interval` seconds while counts move (default 5,
+`CSDATA_PROGRESS_SECONDS`) and at least every 30 s while a long stage moves none:
 
-    csdata: 1,234 articles read · 567 annotated · 890 queries written · 12.3 articles/s · 0:01:23
+    csdata: 7,054 articles read · 1,210/7,054 annotated · 3,544 queries written · 4.1 articles/s · ETA 0:23:44 · 0:09:12
 
-Counts are those of the printing process since its first step was set up; the rate is that of
-the first step whose count moved since the previous line, over that time (the in-process runner
-runs one fused stage after another, so a whole-run average of the first step would go stale);
-the time is how long the process's reporter has run. A process other than the one that built the
-pipeline (a `multi_processing` worker, a portable runner's SDK harness) tags its lines
-`csdata [worker PID]:`, each with its own share of the counts. Every step also bumps the Beam
-counter `csdata:progress.{unit}.{label}` once per bundle, which runners' UIs show and the
-finished pipeline's metrics hold.
+A step's total is the count of the first step of its unit (articles annotated of articles read),
+shown once that step is idle everywhere; the ETA is that of the last step with a total it has
+not reached, at its mean rate since it started. The rate is that of the first step whose count
+moved since the previous line, over that time (the in-process runner runs one fused stage after
+another, so a whole-run average of the first step would go stale); the time is how long the run
+has gone.
 
-Lines are printed only when an element passes a step (or a bundle ends), the interval has
-elapsed and a count moved (no thread, no per-element lock or print); a last line is printed at
-teardown when a line was printed before and the counts have moved since. Runs shorter than the
-interval print nothing. Elements are passed through untouched. `ProgressLine(enabled=False)` or
+`RunProgress` (what `pipeline.runner.run_pipeline` wraps a run in) keeps the line in the driver:
+steps that run in the driver's process count into it directly; the worker processes of the same
+machine (`multi_processing`, a local Flink cluster's Python workers) send their counts to it
+(`transforms.core.relay`) rather than printing lines of their own; a runner's committed counters
+(a Flink job's, through its REST API; the finished pipeline's) are a floor under each count. A
+worker on another machine, or one with no driver listening, prints its own share, tagged
+`csdata [worker PID]:`. Every step also bumps the Beam counter `csdata:progress.{unit}.{label}`
+once per bundle, which runners' UIs show and the finished pipeline's metrics hold.
+
+Steps do their part only when an element passes (or a bundle starts or ends) and the interval
+has elapsed (no thread, no per-element lock or print in a worker); the driver's thread ticks
+once a second. A last line is printed at the end when a line was printed before and the counts
+have moved since. Elements are passed through untouched. `ProgressLine(enabled=False)` or
 `CSDATA_PROGRESS=0` keeps the steps (and their counters) but prints nothing.
 """
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.core.accounting import NAMESPACE
+from transforms.core.relay import Listener
 from transforms.core.reporting import (
     Reporter,
     Step,
     default_interval,
     enabled_by_env,
+    forget_reporter,
     process_origin,
     reporter_for,
 )
@@ -46,7 +56,7 @@ class _ProgressFn(beam.DoFn):
     def __init__(self, group: str, steps: Sequence[Step], enabled: bool, interval: float,
                  count: Optional[Callable[[Any], int]], origin: tuple[str, int]):
         self._group, self._steps = group, tuple(steps)
-        self.step: Step = self._steps[-1]          # read by `progress_steps`
+        self.step: Step = self._steps[-1]          # read by `progress_lines`
         self._enabled, self._interval, self._count, self._origin = enabled, interval, count, origin
         self._reporter: Optional[Reporter] = None
 
@@ -60,6 +70,8 @@ class _ProgressFn(beam.DoFn):
 
     def start_bundle(self) -> None:
         self._pending = 0
+        if self._reporter is not None:
+            self._tally.busy = True
 
     def process(self, element: Any) -> tuple[Any]:
         n = 1 if self._count is None else self._count(element)
@@ -77,7 +89,8 @@ class _ProgressFn(beam.DoFn):
             self._counter.inc(self._pending)
             self._pending = 0
         if self._reporter is not None:
-            self._reporter.report()
+            self._tally.busy = False
+            self._reporter.bundle_done()
 
     def teardown(self) -> None:
         if self._reporter is not None:
@@ -90,21 +103,96 @@ def counter_name(step: Step) -> str:
     return f"progress.{unit}.{label}"
 
 
-def progress_steps(pipeline: beam.Pipeline) -> list[Step]:
-    """The `Progress` steps of `pipeline` in the order they were applied (a step applied twice
-    once): what a driver shows for a runner whose workers' stderr it cannot see."""
-    steps: list[Step] = []
+def progress_lines(pipeline: beam.Pipeline) -> dict[str, tuple[list[Step], float, bool]]:
+    """The progress lines of `pipeline`: for each group, its steps in the order they were made
+    (a step made twice once), its interval and whether it prints."""
+    lines: dict[str, tuple[list[Step], float, bool]] = {}
 
     class _Visitor(beam.pipeline.PipelineVisitor):
         def visit_transform(self, node) -> None:
             if not isinstance(node.transform, beam.ParDo):
                 return
             fn = node.transform.fn
-            if isinstance(fn, _ProgressFn) and fn.step not in steps:
-                steps.append(fn.step)
+            if isinstance(fn, _ProgressFn):
+                # Each step holds the line's steps made up to it: prefixes of one list.
+                steps, _, _ = lines.setdefault(fn._group, ([], fn._interval, fn._enabled))
+                if len(fn._steps) > len(steps):
+                    steps[:] = fn._steps
 
     pipeline.visit(_Visitor())
-    return steps
+    return lines
+
+
+def committed_counts(counters: Mapping[str, int], steps: Sequence[Step]) -> dict[Step, int]:
+    """The count of each step among a job's Beam counters (by name, namespace `NAMESPACE`)."""
+    return {step: counters[counter_name(step)] for step in steps if counter_name(step) in counters}
+
+
+class RunProgress:
+    """The driver's side of a run's progress line(s) (one per `ProgressLine` of the pipeline):
+
+        with RunProgress(pipeline) as progress:
+            result = pipeline.run()
+            result.wait_until_finish()
+            progress.finish(result)
+
+    Starts a `transforms.core.relay.Listener` per line, which takes the counts of the worker
+    processes of this machine and prints the line; `commit` takes a runner's counters while the
+    job runs (the Flink monitor's), `finish` the finished pipeline's and prints the last line.
+    """
+
+    def __init__(self, pipeline: beam.Pipeline):
+        self._lines = {group: line for group, line in progress_lines(pipeline).items() if line[2]}
+        self.reporters: dict[str, Reporter] = {}
+        self._listeners: list[Listener] = []
+
+    def __enter__(self) -> RunProgress:
+        here = process_origin()
+        for group, (steps, interval, _) in self._lines.items():
+            reporter = self.reporters[group] = reporter_for(group, steps, interval, here)
+            self._listeners.append(Listener(group, reporter).start())
+        return self
+
+    def commit(self, counters: Mapping[str, int]) -> None:
+        """The job's Beam counters of namespace `NAMESPACE` so far (by name)."""
+        for group, reporter in self.reporters.items():
+            reporter.commit(committed_counts(counters, self._lines[group][0]))
+
+    def _stop(self) -> None:
+        for listener in self._listeners:
+            listener.stop()
+        self._listeners = []
+
+    def finish(self, result: Any = None) -> None:
+        """The run is over: the workers' last counts, the committed counters of `result` (a
+        `PipelineResult`, where its runner has them) and the last line."""
+        self._stop()
+        if result is not None:
+            self.commit(result_counters(result))
+        for reporter in self.reporters.values():
+            reporter.finish()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()
+        for group in self.reporters:
+            forget_reporter(group)
+
+
+def result_counters(result: Any) -> dict[str, int]:
+    """The finished pipeline's counters of namespace `NAMESPACE` by name ({} where its runner
+    cannot say)."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    try:
+        found = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]
+    except Exception:  # noqa: BLE001 - a runner without metrics (or whose job service is gone)
+        return {}
+    counters: dict[str, int] = {}
+    for counter in found:
+        value = counter.committed if counter.committed is not None else counter.attempted
+        name = counter.key.metric.name
+        counters[name] = counters.get(name, 0) + int(value or 0)
+    return counters
 
 
 class Progress(beam.PTransform):

@@ -202,12 +202,13 @@ def probe_writable(output: str) -> None:
 
 
 def check_patterns(patterns: Iterable[str]) -> None:
-    """Every remote input pattern must match at least one file (as local ones must)."""
+    """Every remote input pattern must match at least one file (as local ones must); the
+    listing stops at the first match (object stores list page by page)."""
     from apache_beam.io.filesystems import FileSystems
 
     for pattern in patterns:
         try:
-            found = FileSystems.match([pattern])[0].metadata_list
+            found = FileSystems.match([pattern], limits=[1])[0].metadata_list
         except Exception as error:
             raise UserError(f"--input {pattern}: {describe_storage_error(error)}") from None
         if not found:

@@ -14,6 +14,11 @@ directories.
 * Plain text (`.txt`, or files in a directory given as input): one story per file, the file
   stem is the story id and the blog id.
 
+Inputs are files, globs and directories on any Beam filesystem, matched inside the pipeline
+(`transforms.core.files.ReadRawRecords`): every worker reads the files dealt to it. A local
+directory is the pattern `DIR/**`, every visible file under it (dot files skipped); a JSONL file
+over 64 MiB is read in byte ranges by several workers, its `path:line` origins as if read whole.
+
 Every payload is decoded by the one policy of `transforms.core.text` (`input.encoding`,
 `input.control_chars`): UTF-8 (a BOM stripped), else Windows-1252, else latin-1, recorded per
 story in `Story.encoding`; a blog file is decoded as a whole, so all its posts share one
@@ -50,7 +55,7 @@ from apache_beam.metrics import Metrics
 
 from data_specs.models import CosmosInputSection
 from transforms.core.accounting import NAMESPACE, Reject
-from transforms.core.files import ReadRawRecords, expand_local_inputs
+from transforms.core.files import FolderFiles, ReadRawRecords
 from transforms.core.stages import Stage
 from transforms.core.text import (
     CONTROL_CHARACTERS,
@@ -226,14 +231,22 @@ def split_blog_file(path: str, payload: bytes, policy: Policy = "lenient",
         yield RawRecord("post", origin, ident, content, encoding, flags)
 
 
+def is_line_file(path: str) -> bool:
+    """Whether a file is read line by line (JSONL), so that a big one may be read in byte ranges
+    by several workers (`transforms.core.files`)."""
+    return path.lower().endswith(JSONL_SUFFIXES)
+
+
 def iter_raw_records(path: str, handle: IO[bytes], policy: Policy = "lenient",
-                     controls: ControlPolicy = "remove") -> Iterator[Union[RawRecord, Reject]]:
-    """Split one input file into raw records (or rejects) without parsing them."""
+                     controls: ControlPolicy = "remove", first_line: int = 1
+                     ) -> Iterator[Union[RawRecord, Reject]]:
+    """Split one input file into raw records (or rejects) without parsing them; `first_line`
+    numbers the lines of a range of a JSONL file (`is_line_file`)."""
     lowered = path.lower()
     if lowered.endswith(BLOG_SUFFIXES):
         yield from split_blog_file(path, handle.read(), policy, controls)
     elif lowered.endswith(JSONL_SUFFIXES):
-        for number, line in enumerate(handle, start=1):
+        for number, line in enumerate(handle, start=first_line):
             if line.strip():
                 yield RawRecord("json", f"{path}:{number}", "", line)
     elif lowered.endswith(TEXT_SUFFIXES) or "." not in PurePosixPath(path).name:
@@ -331,12 +344,18 @@ def parse_raw_record(record: Union[RawRecord, Reject, tuple], drop_tokens: Seque
 
 
 class ReadStories(beam.PTransform):
-    """Read stories from files, directories and globs; returns `(stories, rejects, tallies)`."""
+    """Read stories from files, directories and globs; returns `(stories, rejects, tallies)`.
+
+    The patterns are matched inside the pipeline and each file is read by the worker it is dealt
+    to (`transforms.core.files.ReadRawRecords`). A local directory is read recursively (the
+    pattern `DIR/**`), every visible file of it: a text directory holds one story a file,
+    whatever the file names; dot files are skipped. A JSONL file over 64 MiB is read in byte
+    ranges by several workers, its lines numbered as if read whole.
+    """
 
     def __init__(self, patterns: Sequence[str], input: CosmosInputSection):  # noqa: A002 (the spec's name)
         super().__init__()
-        # A text directory holds one story a file, whatever the file names.
-        self._patterns = expand_local_inputs(patterns, suffixes=None)
+        self._patterns = list(patterns)
         self._input = input
 
     def expand(self, pbegin):
@@ -344,6 +363,7 @@ class ReadStories(beam.PTransform):
         drop, unescape = tuple(section.drop_tokens), section.unescape_html
         policy, controls, max_chars = section.encoding, section.control_chars, section.max_chars
         raw = pbegin | "ReadFiles" >> ReadRawRecords(
-            self._patterns, partial(iter_raw_records, policy=policy, controls=controls))
+            self._patterns, partial(iter_raw_records, policy=policy, controls=controls),
+            folder_files=FolderFiles(suffixes=None), line_files=is_line_file)
         return raw | "Parse" >> Stage(STAGE, lambda r: parse_raw_record(
             r, drop, unescape, policy, controls, max_chars))

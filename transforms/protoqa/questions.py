@@ -85,20 +85,28 @@ class Oversized:
     size: int
 
 
-def iter_question_lines(path: str, handle: IO[bytes], limit: Optional[int] = None
+def iter_question_lines(path: str, handle: IO[bytes], limit: Optional[int] = None, first_line: int = 1
                         ) -> Iterator[tuple[str, Union[bytes, Oversized]]]:
     """`(path:line, raw bytes)` of every non-blank line of a JSONL file (undecoded); with a
-    `limit`, a longer line is `Oversized` and costs at most `limit` bytes of memory."""
+    `limit`, a longer line is `Oversized` and costs at most `limit` bytes of memory.
+    `first_line` is the number of the handle's first line (a range of the file)."""
     for number, line, size in raw_records(handle, limit, quoted=False):
+        number += first_line - 1
         if line is None:
             yield f"{path}:{number}", Oversized(size)
         elif line.strip():
             yield f"{path}:{number}", line
 
 
+def _every_file(path: str) -> bool:
+    return True
+
+
 class ReadQuestionLines(beam.PTransform):
     """The lines of protoqa-data JSONL files (patterns on any Beam filesystem) as
-    `(path:line, bytes)`, for `CurateQuestions` to decode by the spec's policy."""
+    `(path:line, bytes)`, for `CurateQuestions` to decode by the spec's policy. The patterns are
+    matched inside the pipeline, each file is read by the worker it is dealt to, and a file over
+    64 MiB in byte ranges by several workers (`transforms.core.files.ReadRawRecords`)."""
 
     def __init__(self, patterns: Sequence[str], limits: Optional[LimitsSection] = None):
         super().__init__()
@@ -107,7 +115,8 @@ class ReadQuestionLines(beam.PTransform):
 
     def expand(self, pbegin):
         return pbegin | "ReadLines" >> ReadRawRecords(
-            self._patterns, functools.partial(iter_question_lines, limit=self._limit))
+            self._patterns, functools.partial(iter_question_lines, limit=self._limit),
+            line_files=_every_file)
 
 
 def _line_parts(line: QuestionLine) -> tuple[str, Union[str, bytes]]:

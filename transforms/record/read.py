@@ -20,6 +20,14 @@ reject's `record_id` and `detail`:
 
 An origin is the path, `archive!member` for an archive member, `path:line` for a JSON line.
 
+Files are found and read as `transforms.core.files.ReadRawRecords` does: the `--input` patterns
+are matched inside the pipeline and every worker reads the files dealt to it. A local directory
+is read recursively (the pattern `DIR/**`), only its files with a supported suffix (`.story`,
+`.jsonl`, `.jsonl.gz`, `.json`, `.tgz`, `.tar.gz`, `.tar`, any case); a file named directly or
+by a glob is read whatever its suffix (an unknown one is an `unsupported_file` reject). An
+uncompressed JSONL file bigger than 64 MiB is read in byte ranges by several workers, its lines
+numbered as if read whole; the stories of an archive are read by one worker and then dealt out.
+
 Archives are read as a stream, member by member; their compression (gzip, bzip2, xz or none) is
 found from their first bytes, not their name. A cut is found wherever it falls: inside the
 compressed stream (its end-of-stream marker or checksum missing), inside a member, or between two
@@ -58,7 +66,7 @@ from apache_beam.metrics import Metrics
 
 from data_specs.models import RecordInputSection
 from transforms.core.accounting import NAMESPACE, Reject
-from transforms.core.files import ReadRawRecords, expand_local_inputs
+from transforms.core.files import FolderFiles, ReadRawRecords
 from transforms.core.stages import Stage
 from transforms.core.text import Decoded, Undecodable, clean_string, decode_text
 from transforms.record.article import Article, article_document
@@ -76,6 +84,10 @@ ARCHIVE_SUFFIXES = (".tgz", ".tar.gz", ".tar")
 
 
 SUPPORTED_SUFFIXES = STORY_SUFFIXES + JSONL_SUFFIXES + ARCHIVE_SUFFIXES
+
+
+# JSONL files that may be read in byte ranges (a compressed one is read whole).
+LINE_SUFFIXES = (".jsonl", ".json")
 
 
 # Reject reasons of this stage (see the module docstring).
@@ -468,10 +480,11 @@ def _iter_archive(handle: IO[bytes], path: str) -> Iterator[RawRecord]:
         yield _reject_record(EMPTY_ARCHIVE, path, f"no .story member among {_plural(members, 'member')}")
 
 
-def _iter_jsonl(handle: IO[bytes], path: str) -> Iterator[RawRecord]:
-    """The non-blank lines of a JSONL file (gzip-compressed when its name ends in `.gz`)."""
+def _iter_jsonl(handle: IO[bytes], path: str, first_line: int = 1) -> Iterator[RawRecord]:
+    """The non-blank lines of a JSONL file (gzip-compressed when its name ends in `.gz`);
+    `first_line` is the number of the handle's first line (a range of an uncompressed file)."""
     if not path.lower().endswith(".gz"):
-        for number, line in enumerate(handle, start=1):
+        for number, line in enumerate(handle, start=first_line):
             if line.strip():
                 yield "json", f"{path}:{number}", line
         return
@@ -495,17 +508,24 @@ def _iter_jsonl(handle: IO[bytes], path: str) -> Iterator[RawRecord]:
         yield _reject_record(TRUNCATED_FILE, path, detail[:300])
 
 
-def iter_raw_records(path: str, handle: IO[bytes]) -> Iterator[RawRecord]:
+def is_line_file(path: str) -> bool:
+    """Whether a file is read line by line, so that a big one may be read in byte ranges by
+    several workers (`transforms.core.files`): uncompressed JSONL."""
+    return path.lower().endswith(LINE_SUFFIXES)
+
+
+def iter_raw_records(path: str, handle: IO[bytes], first_line: int = 1) -> Iterator[RawRecord]:
     """Split one input file into raw records without parsing them (one story, one JSON line).
 
     Damage found while splitting (a truncated archive, a file that is not what its name says)
-    is a record of kind `reject`, so the stage counts it like any other unit.
+    is a record of kind `reject`, so the stage counts it like any other unit. `first_line`
+    numbers the lines of a range of a JSONL file (`is_line_file`).
     """
     lowered = path.lower()
     if lowered.endswith(ARCHIVE_SUFFIXES):
         yield from _iter_archive(handle, path)
     elif lowered.endswith(JSONL_SUFFIXES):
-        yield from _iter_jsonl(handle, path)
+        yield from _iter_jsonl(handle, path, first_line)
     elif lowered.endswith(STORY_SUFFIXES):
         yield "story", path, handle.read()
     else:
@@ -574,18 +594,24 @@ def parse_raw_record(record: RawRecord, default_source: Union[str, RecordInputSe
 class ReadArticles(beam.PTransform):
     """Read articles from files, directories, globs and archives (local or any Beam filesystem).
 
-    `section` is the spec's `input` section (a plain string: its `default_source`, the rest
-    as shipped). Returns `(articles, rejects, tallies)` like `Stage`.
+    The patterns are matched inside the pipeline and each file is read by the worker it is dealt
+    to (`transforms.core.files.ReadRawRecords`); a local directory is read as the pattern
+    `DIR/**`, its files with `SUPPORTED_SUFFIXES` only; an uncompressed JSONL file over 64 MiB
+    is read in byte ranges by several workers. `section` is the spec's `input` section (a plain
+    string: its `default_source`, the rest as shipped). Returns `(articles, rejects, tallies)`
+    like `Stage`.
     """
 
     def __init__(self, patterns: list[str], section: Union[str, RecordInputSection] = ""):
         super().__init__()
-        self._patterns = expand_local_inputs(patterns, SUPPORTED_SUFFIXES)
+        self._patterns = list(patterns)
         self._section = input_section(section)
 
     def expand(self, pbegin):
         section = self._section
-        raw = pbegin | "ReadFiles" >> ReadRawRecords(self._patterns, iter_raw_records)
+        raw = pbegin | "ReadFiles" >> ReadRawRecords(
+            self._patterns, iter_raw_records, folder_files=FolderFiles(SUPPORTED_SUFFIXES),
+            line_files=is_line_file)
         return raw | "Parse" >> Stage(STAGE, lambda r: parse_raw_record(r, section))
 
 
