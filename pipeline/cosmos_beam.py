@@ -54,7 +54,7 @@ class GenerateCosmosParagraphs(beam.PTransform):
         spec, out = self._spec, self._output
         shards = spec.output.num_shards
         progress = ProgressLine(self._progress)
-        stories, read_rejects, read_tallies = pbegin | "ReadStories" >> ReadStories(self._inputs, spec.input)
+        stories, read_rejects, read_tallies = pbegin | "ReadStories" >> ReadStories(self._inputs, spec.input, progress)
         stories = stories | "ProgressRead" >> progress.step("read", "stories")
         paragraphs, rejects, tallies = stories | "Paragraphs" >> Paragraphs(
             spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed)

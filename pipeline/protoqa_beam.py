@@ -50,8 +50,8 @@ def run_questions(spec: ProtoqaSpec, inputs: Sequence[str], output: str, omitted
                 handle.write((scraped_jsonl(row) + "\n").encode("utf-8"))
 
     pipeline = new_pipeline(options)
-    lines = pipeline | "Read" >> ReadQuestionLines(inputs, spec.limits)
-    progress = ProgressLine()   # lead: ProgressLine(progress) once run_questions takes `progress`
+    progress = ProgressLine()
+    lines = pipeline | "Read" >> ReadQuestionLines(inputs, spec.limits, progress)
     lines = lines | "ProgressRead" >> progress.step("read", "questions", count=question_units)
     rows, rejects, tallies = lines | "CurateQuestions" >> CurateQuestions(
         spec.questions, spec.seed, omitted_ids, omitted_questions, flagged_ids, spec.limits)

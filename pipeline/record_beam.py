@@ -113,7 +113,7 @@ class GenerateRecord(beam.PTransform):
         collect = ledger.add
         progress = ProgressLine(self._progress)
         articles = collect(pbegin | "ReadArticles" >> ReadArticles(
-            self._inputs, spec.input))
+            self._inputs, spec.input, progress))
         articles = articles | "ProgressRead" >> progress.step("read", "articles")
         # Balances the local runner's workers (it deals the grouping's keys out in turn).
         articles = articles | "OrderByWork" >> OrderByWork()
@@ -277,7 +277,7 @@ class AnnotateRecordArticles(beam.PTransform):
         ledger = Ledger()
         collect = ledger.add
         progress = ProgressLine(self._progress)
-        articles = collect(pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input))
+        articles = collect(pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input, progress))
         articles = articles | "ProgressRead" >> progress.step("read", "articles")
         articles = articles | "OrderByWork" >> OrderByWork()
         articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds())

@@ -26,6 +26,7 @@ from transforms.core.files import (
     folder_pattern,
     match_files,
 )
+from transforms.core.progress import ProgressLine
 
 
 def whole(path: str, handle: IO[bytes]) -> Iterator[tuple[str, bytes]]:
@@ -207,3 +208,16 @@ def test_the_input_check_wants_one_file_per_pattern(corpus, tmp_path):
                              (str(tmp_path / "missing.story"), "matches no file")]:
         with pytest.raises(UserError, match=message):
             check_inputs([str(corpus), pattern])
+
+
+def test_the_progress_line_counts_the_files_matched_and_read(corpus):
+    p = beam_test_pipeline()
+    line = ProgressLine(enabled=False)     # the steps and their counters, no printing
+    _ = p | ReadRawRecords([str(corpus)], whole, folder_files=FolderFiles((".story",)), progress=line)
+    result = p.run()
+    result.wait_until_finish()
+    counters = {c.key.metric.name: c.committed
+                for c in result.metrics().query(MetricsFilter().with_namespace("csdata"))["counters"]
+                if c.key.metric.name.startswith("progress.")}
+    # .c.story, a.story and b.STORY
+    assert counters == {"progress.files.matched": 3, "progress.files.read": 3}

@@ -45,6 +45,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from transforms.core.accounting import NAMESPACE
+from transforms.core.progress import ProgressLine
 
 # A splitter turns one file into raw records: `splitter(path, handle)`; for `line_files` also
 # `splitter(path, handle, first_line=N)` (a range of the file whose first line is line N).
@@ -253,13 +254,16 @@ class ReadRawRecords(beam.PTransform):
         line_files: which files (by path) are read line by line and may be split into byte
             ranges when bigger than `range_bytes`; None: every file is read whole.
         range_bytes: the size of a range of a line file.
+        progress: a run's progress line, for the files matched and read (the total of the
+            second is the first).
     """
 
     def __init__(self, patterns: Sequence[str], splitter: Splitter, *,
                  folder_files: Optional[FolderFiles] = None,
                  line_files: Optional[Callable[[str], bool]] = None,
-                 range_bytes: int = RANGE_BYTES):
+                 range_bytes: int = RANGE_BYTES, progress: Optional[ProgressLine] = None):
         super().__init__()
+        self._progress = progress
         if range_bytes < 1:
             raise ValueError(f"range_bytes must be positive, got {range_bytes}")
         self._patterns = [folder_pattern(p, folder_files) for p in patterns]
@@ -274,8 +278,13 @@ class ReadRawRecords(beam.PTransform):
             pbegin
             | "Patterns" >> beam.Create(self._patterns)
             | "MatchFiles" >> beam.FlatMap(match_files, self._folder_files)
-            | "SpreadFiles" >> beam.Reshuffle()
         )
+        if self._progress is not None:
+            files = files | "ProgressMatched" >> self._progress.step("matched", "files")
+        files = files | "SpreadFiles" >> beam.Reshuffle()
+        if self._progress is not None:
+            # Counted as each file is dealt to the step that reads it (fused with it).
+            files = files | "ProgressFiles" >> self._progress.step("read", "files")
         records = files | "ReadFiles" >> beam.FlatMap(read_whole_file, splitter, line_files, size)
         if line_files is not None:
             ranged = (

@@ -48,7 +48,7 @@ import re
 from dataclasses import dataclass
 from functools import partial
 from pathlib import PurePosixPath
-from typing import IO, Iterator, NamedTuple, Sequence, Union
+from typing import IO, Iterator, NamedTuple, Optional, Sequence, Union
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -56,6 +56,7 @@ from apache_beam.metrics import Metrics
 from data_specs.models import CosmosInputSection
 from transforms.core.accounting import NAMESPACE, Reject
 from transforms.core.files import FolderFiles, ReadRawRecords
+from transforms.core.progress import ProgressLine
 from transforms.core.stages import Stage
 from transforms.core.text import (
     CONTROL_CHARACTERS,
@@ -350,13 +351,16 @@ class ReadStories(beam.PTransform):
     to (`transforms.core.files.ReadRawRecords`). A local directory is read recursively (the
     pattern `DIR/**`), every visible file of it: a text directory holds one story a file,
     whatever the file names; dot files are skipped. A JSONL file over 64 MiB is read in byte
-    ranges by several workers, its lines numbered as if read whole.
+    ranges by several workers, its lines numbered as if read whole. With `progress`, the run's
+    line counts the files matched and read.
     """
 
-    def __init__(self, patterns: Sequence[str], input: CosmosInputSection):  # noqa: A002 (the spec's name)
+    def __init__(self, patterns: Sequence[str], input: CosmosInputSection,  # noqa: A002 (the spec's name)
+                 progress: Optional[ProgressLine] = None):
         super().__init__()
         self._patterns = list(patterns)
         self._input = input
+        self._progress = progress
 
     def expand(self, pbegin):
         section = self._input
@@ -364,6 +368,6 @@ class ReadStories(beam.PTransform):
         policy, controls, max_chars = section.encoding, section.control_chars, section.max_chars
         raw = pbegin | "ReadFiles" >> ReadRawRecords(
             self._patterns, partial(iter_raw_records, policy=policy, controls=controls),
-            folder_files=FolderFiles(suffixes=None), line_files=is_line_file)
+            folder_files=FolderFiles(suffixes=None), line_files=is_line_file, progress=self._progress)
         return raw | "Parse" >> Stage(STAGE, lambda r: parse_raw_record(
             r, drop, unescape, policy, controls, max_chars))

@@ -52,6 +52,7 @@ from transforms.core.accounting import NAMESPACE, Reject
 from transforms.core.dedup import DropNearDuplicates
 from transforms.core.errors import UserError
 from transforms.core.files import ReadRawRecords
+from transforms.core.progress import ProgressLine
 from transforms.core.stages import Ledger, Stage
 from transforms.core.text import ControlPolicy, Decoded, Policy, Undecodable, clean_string, decode_text
 from transforms.core.untrusted import (
@@ -108,15 +109,17 @@ class ReadQuestionLines(beam.PTransform):
     matched inside the pipeline, each file is read by the worker it is dealt to, and a file over
     64 MiB in byte ranges by several workers (`transforms.core.files.ReadRawRecords`)."""
 
-    def __init__(self, patterns: Sequence[str], limits: Optional[LimitsSection] = None):
+    def __init__(self, patterns: Sequence[str], limits: Optional[LimitsSection] = None,
+                 progress: Optional[ProgressLine] = None):
         super().__init__()
         self._patterns = list(patterns)
         self._limit = limits.max_record_bytes if limits else None
+        self._progress = progress
 
     def expand(self, pbegin):
         return pbegin | "ReadLines" >> ReadRawRecords(
             self._patterns, functools.partial(iter_question_lines, limit=self._limit),
-            line_files=_every_file)
+            line_files=_every_file, progress=self._progress)
 
 
 def _line_parts(line: QuestionLine) -> tuple[str, Union[str, bytes]]:

@@ -67,6 +67,7 @@ from apache_beam.metrics import Metrics
 from data_specs.models import RecordInputSection
 from transforms.core.accounting import NAMESPACE, Reject
 from transforms.core.files import FolderFiles, ReadRawRecords
+from transforms.core.progress import ProgressLine
 from transforms.core.stages import Stage
 from transforms.core.text import Decoded, Undecodable, clean_string, decode_text
 from transforms.record.article import Article, article_document
@@ -599,19 +600,21 @@ class ReadArticles(beam.PTransform):
     `DIR/**`, its files with `SUPPORTED_SUFFIXES` only; an uncompressed JSONL file over 64 MiB
     is read in byte ranges by several workers. `section` is the spec's `input` section (a plain
     string: its `default_source`, the rest as shipped). Returns `(articles, rejects, tallies)`
-    like `Stage`.
+    like `Stage`. With `progress`, the run's line counts the files matched and read.
     """
 
-    def __init__(self, patterns: list[str], section: Union[str, RecordInputSection] = ""):
+    def __init__(self, patterns: list[str], section: Union[str, RecordInputSection] = "",
+                 progress: Optional[ProgressLine] = None):
         super().__init__()
         self._patterns = list(patterns)
         self._section = input_section(section)
+        self._progress = progress
 
     def expand(self, pbegin):
         section = self._section
         raw = pbegin | "ReadFiles" >> ReadRawRecords(
             self._patterns, iter_raw_records, folder_files=FolderFiles(SUPPORTED_SUFFIXES),
-            line_files=is_line_file)
+            line_files=is_line_file, progress=self._progress)
         return raw | "Parse" >> Stage(STAGE, lambda r: parse_raw_record(r, section))
 
 
