@@ -20,7 +20,8 @@ reader on that runner's `record generate` output). Each run reports:
   was already running (a TaskManager JVM) with the largest VmRSS polled during the run;
 * rows written to the command's main table (`queries`, `queries`, `paragraphs`) and items/s
   (items: the articles, triples or posts its first stage read);
-* on Flink, the read step's records (`ProgressRead`, from REST: per subtask and per TaskManager)
+* on Flink, the read step's records (`ProgressFiles`: the files each subtask read; `ProgressRead`
+  where a command reads no files; from REST: per subtask and per TaskManager)
   and whether both TaskManagers read some.
 
 Goals (per runner and command): peak RSS at each scale within 1.25x of the previous scale's (10x
@@ -71,7 +72,9 @@ RSS_GOAL = 1.25
 WALL_SLACK = 1.1
 POLL = 0.2
 JOB_LINE = re.compile(r"^csdata: Flink job ([0-9a-f]{32}) ", re.M)
-READ_STEP = "ProgressRead"
+# The step that reads the input files (files in, per subtask); a command without one (`record
+# filter` reads a run's tables) is judged by the step that counts what was read.
+READ_STEPS = ("ProgressFiles", "ProgressRead")
 
 
 @dataclass
@@ -227,8 +230,9 @@ def table_rows(folder: Path) -> int:
 
 
 def read_step_records(log: str) -> dict[str, Any]:
-    """Records the read step (`READ_STEP`) of the run's Flink jobs read, per subtask and per
-    TaskManager, from the cluster's REST API; and whether every TaskManager read some."""
+    """Records the read step (the first of `READ_STEPS` the jobs run) of the run's Flink jobs
+    read, per subtask and per TaskManager, from the cluster's REST API; and whether every
+    TaskManager read some."""
     try:
         managers = sorted(tm["id"] for tm in rest_get(MASTER, "/taskmanagers")["taskmanagers"])
         per_subtask: list[int] = []
@@ -241,8 +245,10 @@ def read_step_records(log: str) -> dict[str, Any]:
                 if job["state"] != "RUNNING":
                     break
                 time.sleep(0.5)
+            step = next((name for name in READ_STEPS
+                         if any(name in vertex["name"] for vertex in job["vertices"])), None)
             for vertex in job["vertices"]:
-                if READ_STEP not in vertex["name"]:
+                if step is None or step not in vertex["name"]:
                     continue
                 vertices.append(vertex["name"])
                 detail = rest_get(MASTER, f"/jobs/{job_id}/vertices/{vertex['id']}")
@@ -255,7 +261,7 @@ def read_step_records(log: str) -> dict[str, Any]:
     except (OSError, KeyError, ValueError) as error:
         return {"error": f"{type(error).__name__}: {error}"}
     if not vertices:
-        return {"error": f"no vertex of jobs {jobs} runs {READ_STEP}"}
+        return {"error": f"no vertex of jobs {jobs} runs one of {READ_STEPS}"}
     return {"jobs": jobs, "vertices": vertices, "read_per_subtask": per_subtask, "read_per_taskmanager": per_tm,
             "both_taskmanagers": len(per_tm) >= 2 and all(n > 0 for n in per_tm.values())}
 

@@ -293,3 +293,19 @@ def test_ctrl_c_cancels_the_job_on_the_cluster_and_keeps_the_previous_output(tmp
     assert rest_get(MASTER, f"/jobs/{job_id}")["state"] == "CANCELED"
     assert digest(output) == before
     assert not [p.name for p in tmp_path.iterdir() if "staging" in p.name]
+
+
+def test_the_files_of_one_folder_are_read_on_both_taskmanagers(tmp_path, capsys, taskmanagers):
+    # One folder is one pattern, matched by one subtask; the files it matches are dealt out by
+    # path, so the step that reads them runs on every TaskManager (40 files over 4 slots: all on
+    # one TaskManager's two slots has a chance of 2 in 2**40).
+    folder = tmp_path / "stories"
+    folder.mkdir()
+    for number in range(40):
+        (folder / f"story{number:02d}.txt").write_text(
+            f"Story {number} is about a walk. " * 12, encoding="utf-8")
+    job_ids, _ = run(["cosmos", "paragraphs", "--input", str(folder), "--output", str(tmp_path / "out"),
+                      *FLINK], capsys)
+    read = records_per_taskmanager(job_ids[-1], "ProgressFiles")
+    assert set(read) == taskmanagers and all(n > 0 for n in read.values()), read
+    assert sum(read.values()) == 40

@@ -3,13 +3,16 @@
 `ReadRawRecords(patterns, splitter)` is Beam's `fileio.MatchAll | Reshuffle | ReadMatches` with
 our rules, then a rebalance of the records:
 
-    Patterns (Create) -> MatchFiles -> SpreadFiles (Reshuffle) -> ReadFiles -> Rebalance (Reshuffle)
+    Patterns (Create) -> MatchFiles -> SpreadFiles -> ReadFiles -> Rebalance
+
+The spreading steps are groupings (`transforms.core.spread.Spread`), not Beam's `Reshuffle`,
+which Flink's batch runner turns into a rebalance that it does not always apply.
 
 * **Matching happens inside the pipeline.** The graph holds the patterns as given (a few
   strings), never the files they match: `MatchFiles` emits one `(path, size)` element per file
   and bumps the Beam counters `read.files_matched` and `read.bytes_matched` (namespace
   `transforms.core.accounting.NAMESPACE`), so progress can show how many there are to read.
-* **Each file is read by the worker it is dealt to.** `SpreadFiles` reshuffles the matches, so
+* **Each file is read by the worker it is dealt to.** `SpreadFiles` deals the matches out by path, so
   the files of one pattern (a folder of 300k stories) are read by every worker, not by the one
   that matched them. `read.files_read` / `read.bytes_read` count what has been read.
 * **A local directory stays a pattern.** With `folder_files`, a local directory given as input
@@ -46,6 +49,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.core.accounting import NAMESPACE
 from transforms.core.progress import ProgressLine
+from transforms.core.spread import Spread
 
 # A splitter turns one file into raw records: `splitter(path, handle)`; for `line_files` also
 # `splitter(path, handle, first_line=N)` (a range of the file whose first line is line N).
@@ -281,7 +285,7 @@ class ReadRawRecords(beam.PTransform):
         )
         if self._progress is not None:
             files = files | "ProgressMatched" >> self._progress.step("matched", "files")
-        files = files | "SpreadFiles" >> beam.Reshuffle()
+        files = files | "SpreadFiles" >> Spread(key=lambda match: match[0])
         if self._progress is not None:
             # Counted as each file is dealt to the step that reads it (fused with it).
             files = files | "ProgressFiles" >> self._progress.step("read", "files")
@@ -290,12 +294,12 @@ class ReadRawRecords(beam.PTransform):
             ranged = (
                 files
                 | "PlanRanges" >> beam.FlatMap(file_ranges, line_files, size)
-                | "SpreadRanges" >> beam.Reshuffle()
+                | "SpreadRanges" >> Spread()
                 | "CountLines" >> beam.Map(count_lines)
                 | "GroupRanges" >> beam.GroupByKey()
                 | "NumberRanges" >> beam.FlatMap(number_ranges)
-                | "SpreadNumbered" >> beam.Reshuffle()
+                | "SpreadNumbered" >> Spread()
                 | "ReadRanges" >> beam.FlatMap(read_range, splitter)
             )
             records = (records, ranged) | "AllRecords" >> beam.Flatten()
-        return records | "Rebalance" >> beam.Reshuffle()
+        return records | "Rebalance" >> Spread()
