@@ -106,6 +106,16 @@ def test_a_total_shows_once_the_first_step_of_its_unit_is_idle_and_the_step_star
     assert totals({**counts, STEPS[1]: 11}, {})[STEPS[1]] is None                  # past it: no total
 
 
+def test_a_step_that_keeps_a_sample_has_no_total():
+    # 535,158 stories read, of which the sample segments a few: "23,337/535,158 segmented" with
+    # an ETA would never arrive.
+    steps = [("stories", "read"), ("stories", "segmented"), ("paragraphs", "kept")]
+    reporter = Reporter(steps, interval=0, stream=io.StringIO(), clock=lambda: 0.0)
+    counts = {steps[0]: 535_158, steps[1]: 23_337, steps[2]: 19_000}
+    assert reporter.totals(counts, {}) == {steps[0]: None, steps[1]: None, steps[2]: None}
+    assert "annotated" in reporting.TOTALLED and "segmented" not in reporting.TOTALLED
+
+
 def test_a_heartbeat_line_while_nothing_moves():
     reporter, tallies, _, stream = make_reporter(interval=5.0)
     tallies[STEPS[0]].n = 3
@@ -333,8 +343,10 @@ def written_totals(out: Path) -> dict:
             ("articles", "annotated"): stages["annotate"]["kept"], ("queries", "written"): queries}
 
 
-# The sample corpus read without URL lists: 15 articles read, 12 of them annotated.
+# The sample corpus read without URL lists: 15 articles read, 12 of them annotated; its 11 .story
+# files and hf_rows.jsonl are 12 files matched and read.
 READ, ANNOTATED = 15, 12
+FILES = {("files", "matched"): 12, ("files", "read"): 12}
 
 
 @pytest.mark.slow
@@ -344,7 +356,7 @@ def test_generate_prints_progress_on_stderr_and_none_when_disabled(tmp_path):
     totals = written_totals(tmp_path / "a" / "out")
     assert totals[("articles", "read")] == READ and totals[("articles", "annotated")] == ANNOTATED
     assert totals[("queries", "written")] == 57   # counted by hand in tests/record/test_record_e2e.py
-    assert last_counts(shown.stderr) == {"": totals}, shown.stderr   # the driver process's line
+    assert last_counts(shown.stderr) == {"": {**FILES, **totals}}, shown.stderr   # the driver process's line
     quiet = generate_subprocess(tmp_path / "b", {INTERVAL_ENV: "0", ENABLED_ENV: "1"}, "--quiet")
     assert "articles read" not in quiet.stderr + quiet.stdout
     assert "sentence_filter" in quiet.stdout
@@ -358,7 +370,7 @@ def test_a_multi_processing_generate_prints_one_line_for_all_workers(tmp_path):
     assert list(last) == [""], done.stderr                    # the driver's line only, no worker's
     totals = written_totals(tmp_path / "out")
     assert totals[("articles", "read")] == READ and totals[("articles", "annotated")] == ANNOTATED
-    assert last[""] == totals, done.stderr
+    assert last[""] == {**FILES, **totals}, done.stderr
 
 
 # Two worker processes: each stage's input is dealt out between them.
@@ -371,7 +383,7 @@ pipeline = new_pipeline(beam_options(["--direct_running_mode=multi_processing", 
 line = ProgressLine()
 numbers = pipeline | beam.Create(list(range(1, 201))) | "Read" >> line.step("read", "numbers")
 (numbers | beam.Reshuffle() | beam.Map(lambda n: (n % 5, n)) | beam.GroupByKey()
- | beam.FlatMap(lambda kv: kv[1]) | "Done" >> line.step("done", "numbers"))
+ | beam.FlatMap(lambda kv: kv[1]) | "Annotated" >> line.step("annotated", "numbers"))
 run_pipeline(pipeline)
 """
 
@@ -387,8 +399,8 @@ def test_a_multi_processing_run_prints_one_line_for_all_its_workers():
     # The driver printed the workers' counts while they ran (the pipeline's own counters come
     # only at its end), and ends on the run's totals.
     assert len(counts) >= 2 and counts[0][("numbers", "read")] > 0, lines
-    assert counts[-1] == {("numbers", "read"): 200, ("numbers", "done"): 200}, lines
-    assert lines[-1].startswith("csdata: 200 numbers read · 200/200 done ·"), lines
+    assert counts[-1] == {("numbers", "read"): 200, ("numbers", "annotated"): 200}, lines
+    assert lines[-1].startswith("csdata: 200 numbers read · 200/200 annotated ·"), lines
 
 
 def test_the_cli_switch_is_the_variable_the_pipelines_read(monkeypatch):

@@ -38,7 +38,7 @@ RECORD_URLS = [a for path in URL_LISTS for a in ("--url-list", path)]
 COSMOS = TESTS / "data" / "cosmos"
 PROTOQA = TESTS / "data" / "protoqa"
 JOB_LINE = re.compile(r"^csdata: Flink job ([0-9a-f]{32}) ", re.M)
-PROGRESS_LINE = re.compile(r"^csdata: [\d,]+ \w+ read\b", re.M)   # from the job's counters
+PROGRESS_LINE = re.compile(r"^csdata: .*\b[\d,]+ \w+ read\b", re.M)   # from the job's counters
 
 
 @pytest.fixture(autouse=True)

@@ -87,6 +87,13 @@ def count_text(n: int, total: Optional[int], unit: str, label: str, with_unit: b
     return f"{count} {unit} {label}" if with_unit else f"{count} {label}"
 
 
+# Labels of steps that see every unit the first step of their unit counted (less the few a stage
+# rejects on the way), so that count is their total: files read of files matched, articles
+# annotated of articles read, triples predicted of triples read. A step that keeps a sample or
+# filters ("segmented" stories, "kept" questions) has no total: its ETA would never arrive.
+TOTALLED = frozenset({"read", "annotated", "predicted"})
+
+
 class Reporter:
     """The progress line of one pipeline in one process, printed at most every `interval` s while
     counts move and at least every `HEARTBEAT_SECONDS` (or `interval`, if longer) while a run goes.
@@ -94,7 +101,8 @@ class Reporter:
     Counts are this process's steps' tallies plus the latest counts other processes sent
     (`source`, see `transforms.core.relay`), and never below what the runner committed
     (`commit`: a job's counters, which cover finished work only). A step's total is the count of
-    the first step of its unit ("annotated" articles of "read" articles) once that step is idle
+    the first step of its unit ("annotated" articles of "read" articles; only for `TOTALLED`
+    labels) once that step is idle
     in every process (batch stages after a grouping start once the stages before it finished;
     in one fused stage with it, the total is still growing and is not shown). `relay` (a
     `transforms.core.relay.Relay`) sends this process's counts to the driver instead of printing
@@ -183,13 +191,15 @@ class Reporter:
 
     def totals(self, counts: Mapping[Step, int], busy: Mapping[Step, bool]) -> dict[Step, Optional[int]]:
         """Each step's total: the count of the first step of its unit, where that is another
-        step, idle everywhere, and this step has started and not passed it; else None."""
+        step, this step's label is one of `TOTALLED`, the first step is idle everywhere, and
+        this step has started and not passed it; else None."""
         first: dict[str, Step] = {}
         totals: dict[Step, Optional[int]] = {}
         for step in self._steps:
             lead = first.setdefault(step[0], step)
             n, total = counts.get(step, 0), counts.get(lead, 0)
-            known = lead != step and not busy.get(lead, False) and 0 < n <= total
+            known = (lead != step and step[1] in TOTALLED and not busy.get(lead, False)
+                     and 0 < n <= total)
             totals[step] = total if known else None
         return totals
 
