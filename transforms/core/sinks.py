@@ -205,14 +205,19 @@ def finalize_shards(temp_paths: Iterable[str], temp_dir: str, prefix: str, schem
     moves = [(src, dst) for src, dst in zip(paths, final) if FileSystems.exists(src)]
     if moves:
         FileSystems.rename([src for src, _ in moves], [dst for _, dst in moves])
-    if FileSystems.exists(temp_dir):              # a local folder: goes with what is left in it
-        FileSystems.delete([temp_dir])
-    else:                                         # object stores have no folders
-        leftovers = [m.path for result in FileSystems.match([f"{temp_dir}/*"])
-                     for m in result.metadata_list]
-        if leftovers:
-            FileSystems.delete(leftovers)
+    remove_folder(temp_dir)
     return final
+
+
+def remove_folder(folder: str) -> None:
+    """Remove a temporary folder and what is left in it, on any Beam filesystem."""
+    if FileSystems.exists(folder):                # a local folder: goes with what is left in it
+        FileSystems.delete([folder])
+        return
+    leftovers = [m.path for result in FileSystems.match([f"{folder}/*"])   # object stores have no folders
+                 for m in result.metadata_list]
+    if leftovers:
+        FileSystems.delete(leftovers)
 
 
 class _Table:

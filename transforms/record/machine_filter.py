@@ -31,6 +31,7 @@ from transforms.core.inference import ModelHandler, ModelMetadata, PredictionRes
 from transforms.core.models import release_memory
 from transforms.core.progress import ProgressLine
 from transforms.core.reporting import TaskLog
+from transforms.core.sinks import remove_folder
 from transforms.core.stages import Stage
 from transforms.record.metric import is_correct
 from transforms.record.readers import make_reader
@@ -123,12 +124,7 @@ def read_training(paths: Iterable[str]) -> Iterator[tuple[str, Any]]:
 
 def remove_training(folder: str) -> None:
     """Remove the training files once every fold's model is written (any Beam filesystem)."""
-    if FileSystems.exists(folder):                # a local folder
-        FileSystems.delete([folder])
-        return
-    leftovers = [m.path for result in FileSystems.match([f"{folder}/*"]) for m in result.metadata_list]
-    if leftovers:                                 # object stores have no folders
-        FileSystems.delete(leftovers)
+    remove_folder(folder)
 
 
 class TrainFoldFn(beam.DoFn):
