@@ -13,7 +13,7 @@ S3 := services/s3/s3.sh
 # The venv's bin on PATH: Beam's external worker pool starts a bare `python`.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv demo test test-fast lint docs docs-check bench bench-scale fidelity fuzz browser-deps screenshots clean \
+.PHONY: venv demo test test-fast lint docs docs-check bench bench-scale bench-resume fidelity fuzz browser-deps screenshots clean \
 	flink-fetch flink-up flink-down services-test s3-fetch s3-up s3-down test-beam
 
 venv: $(STAMP) $(WORDNET_STAMP)
@@ -139,6 +139,14 @@ bench: $(STAMP) $(WORDNET_STAMP) flink-fetch
 	$(PY) tests/bench_cosmos.py
 	$(PY) tests/bench_protoqa.py
 	$(PY) tests/bench_flink.py
+	$(MAKE) bench-resume
+
+# `record generate` (3,000 articles) and `cosmos paragraphs` SIGKILLed at 70 % of a clean run's wall
+# time and rerun, in process and on the local Flink cluster (started and stopped by the script
+# unless one runs already): rerun / clean wall (goal <= 0.45x) and identical rows;
+# out/bench-resume.json (docs/benchmarks.md). `make bench-resume RUNNERS=local` is quicker.
+bench-resume: $(STAMP) $(WORDNET_STAMP) flink-fetch
+	$(PY) tests/bench_resume.py --runners $(RUNNERS)
 
 # `record generate`, `record filter` and `cosmos paragraphs` on 1x, 10x and 30x a corpus made from
 # the repo's samples (tests/scale_corpus.py), in process and on the local Flink cluster (which the

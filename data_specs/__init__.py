@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, TypeVar, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 SPEC_DIR = Path(__file__).resolve().parent
 
 __all__ = ["SPEC_DIR", "load_dataset_spec", "SPEC_MODELS", "CosmosSpec", "ProtoqaSpec", "RecordSpec", "Spec", "SpecError",
-           "apply_overrides", "load_raw_spec", "load_schema", "load_spec", "spec_hash", "spec_path",
+           "MAX_ALIAS_VALUES", "apply_overrides", "load_raw_spec", "load_schema", "load_spec", "load_yaml",
+           "spec_hash", "spec_path",
            "validate_spec"]
 
 S = TypeVar("S", RecordSpec, CosmosSpec, ProtoqaSpec)
@@ -48,6 +49,9 @@ _SCALARS = {
 }
 _MAX_ERRORS = 8        # problems listed in one SpecError; the rest are counted
 _MAX_REPR = 80
+# Values a document's aliases may add once expanded: a shipped spec has about 230 values in all,
+# and a "billion laughs" file of nine nested aliases expands a hundred-odd nodes to 9**9 values.
+MAX_ALIAS_VALUES = 100_000
 
 
 class SpecError(ValueError):
@@ -72,7 +76,9 @@ def load_raw_spec(name_or_path: str, overrides: Iterable[str] = ()) -> dict[str,
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"spec {path} cannot be read: {_one_line(exc)}") from None
     try:
-        spec = yaml.safe_load(text)
+        spec = load_yaml(text)
+    except _Refused as exc:
+        raise SpecError(f"spec {path} is refused: {exc}") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"spec {path} is not valid YAML: {_yaml_problem(exc)}") from None
     if not isinstance(spec, dict):
@@ -138,7 +144,9 @@ def apply_overrides(spec: Union[Mapping[str, Any], BaseModel], overrides: Iterab
         if not sep or not key:
             raise SpecError(f"override must look like key.path=value, got {item!r}")
         try:
-            value = yaml.safe_load(raw)
+            value = load_yaml(raw)
+        except _Refused as exc:
+            raise SpecError(f"override {key} is refused: {exc}") from None
         except yaml.YAMLError as exc:
             raise SpecError(f"override {item!r} has no valid YAML value: {_yaml_problem(exc)}") from None
         node: Any = result
@@ -162,6 +170,75 @@ def apply_overrides(spec: Union[Mapping[str, Any], BaseModel], overrides: Iterab
                             f"not a single value{hint}")
         node[parts[-1]] = value
     return result
+
+
+class _Refused(Exception):
+    """A YAML document that parses but would be too large or endless once built."""
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a document whose aliases would expand it by more than
+    `MAX_ALIAS_VALUES` values or make it contain itself. The check runs on the composed node
+    graph, where an alias is the very node it names, before any Python value is built."""
+
+    def compose_document(self) -> Optional[yaml.Node]:
+        node = super().compose_document()
+        if node is not None:
+            _check_aliases(node)
+        return node
+
+
+def load_yaml(text: str) -> Any:
+    """`yaml.safe_load` of a spec file or a `--set` value, refusing ("billion laughs") documents
+    whose aliases expand them too far, contain themselves or nest too deeply to build."""
+    try:
+        return yaml.load(text, Loader=_SpecLoader)  # a SafeLoader: builds plain values only
+    except RecursionError:
+        raise _Refused("its values nest too deeply") from None
+
+
+def _check_aliases(root: yaml.Node) -> None:
+    """Raise `_Refused` when the document under `root` holds itself through an alias, or when
+    expanding its aliases would add more than `MAX_ALIAS_VALUES` values to the values it spells
+    out.
+
+    Each distinct node is visited once (its expanded size memoised), so the check costs what the
+    file holds, not what it expands to. A subtree whose expanded size already exceeds the nodes
+    seen so far by more than the limit settles it: the whole document expands at least as far.
+    """
+    limit = MAX_ALIAS_VALUES
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            if sizes[key] - len(sizes) > limit:
+                raise _Refused(f"its aliases expand it by more than {limit} values (the value at "
+                               f"{_where(node.start_mark)})")
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:    # reached again from inside itself
+            raise _Refused(f"the value at {_where(node.start_mark)} contains itself through an alias")
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [item for pair in node.value for item in pair]
+    return []
+
+
+def _where(mark: Any) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "an unknown place"
 
 
 def _arrow_type(field: Mapping[str, Any]) -> pa.DataType:

@@ -121,11 +121,16 @@ class NearDuplicatesSection(SpecModel):
 
 
 class OutputSection(SpecModel):
-    """Sharding of the Parquet / JSONL tables a run writes (engineering only, no paper rule)."""
+    """Sharding of the Parquet / JSONL tables a run writes, and how often a run keeps its model
+    results for a rerun after a kill (engineering only, no paper rule)."""
 
     num_shards: Count
     """Files per output table; 0 lets the runner decide, a fixed number writes exactly that many
     shards per table (empty ones added when needed)."""
+    resume_every: Positive
+    """Model results per piece of resumable work (docs/storage.md, Resume after a kill): a worker
+    writes a piece when it holds this many, or 30 s after its first; a kill loses at most that
+    much of each worker's model work."""
 
 
 class LimitsSection(SpecModel):

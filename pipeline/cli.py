@@ -10,7 +10,6 @@ import argparse
 import contextlib
 import logging
 import os
-import shutil
 import signal
 import sys
 import traceback
@@ -19,18 +18,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
+from pipeline.outputs.protocol import discard_active
 from pipeline.provenance import describe, record_provenance
 from pipeline.runner import (
     VERBOSE_ENV,
     beam_options,
     check_beam_args,
     check_inputs,
-    check_output,
-    commit,
-    discard_staging,
-    mark_finished,
     quiet_beam_noise,
-    staged,
 )
 from pipeline.storage import (
     clean_output,
@@ -145,10 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--json", action="store_true", help="print the account as JSON")
 
     clean = commands.add_parser(
-        "clean", help="remove what failed or killed runs left at an output (kept otherwise until the next run)",
-        description="On an object store (s3://, gs://): delete every attempt folder under OUTPUT/runs/ "
-                    "that OUTPUT/csdata-run.json does not name. Locally: delete the staging and "
-                    "previous-run folders beside OUTPUT. The finished output is never touched.")
+        "clean", help="remove what no live run holds at an output: dead attempts, the replaced run, resumable work",
+        description="Remove the attempt folders no commit names (failed or killed runs), the attempt "
+                    "the last commit replaced, and the resumable work of interrupted runs, locally "
+                    "(in .NAME.csdata beside OUTPUT) and on an object store (under OUTPUT). The "
+                    "committed run is never touched; while a run is live, its attempt and work stay.")
     clean.add_argument("output", help="an output directory (local or s3://...)")
 
     describe = commands.add_parser(
@@ -160,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="run the pipelines on the sample inputs in the repo")
     demo.add_argument("--output", default="out/demo")
+    _add_output_options(parser)
     return parser
 
 
@@ -234,6 +231,7 @@ def run_command(module, args: argparse.Namespace, extra: Sequence[str]) -> int:
     writing an output directory writes it beside `--output` and swaps it in on success."""
     if extra and getattr(args, "command_parser", None) is None:
         check_beam_args(extra)
+    store_args = list(extra)   # for the lease on an object store
     with contextlib.ExitStack() as stack:
         if names_remote(args):
             use_store_options(extra)
@@ -244,37 +242,76 @@ def run_command(module, args: argparse.Namespace, extra: Sequence[str]) -> int:
         resolve_runs(args, stack)
         if not getattr(args, "staged_output", False):
             return module.run(args, extra, beam_options)
-        return _run_staged(module, args, extra)
+        return _run_staged(module, args, extra, store_args)
     return 0   # mypy: ExitStack may swallow exceptions
 
 
-def _run_staged(module, args: argparse.Namespace, extra: Sequence[str]) -> int:
+def _run_staged(module, args: argparse.Namespace, extra: Sequence[str], store_args: Sequence[str]) -> int:
+    """Run a command that writes `--output` through the output protocol (`pipeline.outputs`):
+    lease, a fresh attempt, resumable work for Beam writers, and the commit on success."""
+    from pipeline.outputs import protocol, resume
+
     output = args.output
-    check_output(output)
-    with staged(output, remote_writer=getattr(args, "beam_writer", False)) as staging:
-        args.output, args.final_output = staging, output
-        try:
-            code = module.run(args, extra, beam_options)
-        except Exception as error:
-            if is_no_space(error):
-                raise StorageError(f"no space left writing {output} (the disk or bucket is full)") from error
-            reason = storage_reason(error) if "://" in output else None
-            if reason:
-                raise StorageError(f"writing {output}: {reason}") from error
-            raise
+    protocol.check_output(output)
+    key = resume.run_key(args)   # checks the spec too: a bad value ends here, before the lease
+    options = beam_options(store_args) if output.startswith("s3://") else None
+    try:
+        return _run_attempt(module, args, extra, key, options)
+    except Exception as error:
+        if is_no_space(error):
+            raise StorageError(f"no space left writing {output} (the disk or bucket is full)") from error
+        reason = storage_reason(error) if "://" in output else None
+        if reason:
+            raise StorageError(f"writing {output}: {reason}") from error
+        raise
+
+
+def _run_attempt(module, args: argparse.Namespace, extra: Sequence[str], key: str, options) -> int:
+    from pipeline.outputs import protocol, resume
+
+    output = args.output
+    beam_writer = getattr(args, "beam_writer", False)
+    with protocol.begin(output, local_staging=not beam_writer, timeout=args.lease_timeout,
+                        options=options) as run:
+        for note in run.notes:
+            print(f"csdata: {note}", file=sys.stderr)
+        if beam_writer:
+            args.work = resume.work_folder(output, key, fresh=args.fresh)
+            line = resume.resume_line(args.work)
+            if line:
+                print(line, file=sys.stderr)
+        args.output, args.final_output = run.folder, output
+        code = module.run(args, extra, beam_options)
         if code == 0:
-            record_provenance(staging, args)   # provenance.json: inputs, spec, versions
-            info = {"csdata": csdata_version(), "command": " ".join(_command_words(args)),
-                    "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-            mark_finished(staging, info)
-            commit(staging, output, info)
+            record_provenance(run.folder, args)   # provenance.json: inputs, spec, versions
+            protocol.commit(run, {"csdata": csdata_version(), "command": " ".join(_command_words(args)),
+                                  "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")})
             print(f"\noutput: {output}" + _written_tables(output))
         elif code == EXIT_ACCOUNTING:
+            run.keep = True
             print(f"csdata: a stage lost records; previous output at {output} kept, this run's "
-                  f"output left in {staging}", file=sys.stderr)
+                  f"output left in {run.attempt}", file=sys.stderr)
         else:
-            shutil.rmtree(staging, ignore_errors=True)
+            protocol.discard(run)
     return code
+
+
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    """`--fresh` and `--lease-timeout` on every command that writes an output (`staged_output`),
+    at any depth of subcommands."""
+    from pipeline.outputs.lease import DEFAULT_TIMEOUT
+
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for sub in dict.fromkeys(action.choices.values()):
+            if sub.get_default("staged_output"):
+                sub.add_argument("--fresh", action="store_true",
+                                 help="start over: do not reuse the work of an interrupted run into this output")
+                sub.add_argument("--lease-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                                 help="a run into the same output whose heartbeat is older than this is "
+                                      f"taken for dead and its lease taken over (default {DEFAULT_TIMEOUT:g})")
+            _add_output_options(sub)
 
 
 def _written_tables(output: str) -> str:
@@ -338,10 +375,7 @@ def _fail(error: BaseException, debug: bool) -> int:
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as error:
         return _user_error(f"{error.strerror}: {error.filename}" if error.filename else str(error), debug)
     except (JobFailed, StorageError) as error:
-        if debug:
-            traceback.print_exc()
-        print(f"csdata: error: {error}; previous output kept", file=sys.stderr)
-        return EXIT_JOB_FAILED
+        return _user_error(str(error), debug, EXIT_JOB_FAILED, "; previous output kept")
     except BrokenPipeError:
         # The reader went away: point stdout at /dev/null so the interpreter's final flush is quiet.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -349,6 +383,15 @@ def _fail(error: BaseException, debug: bool) -> int:
     except KeyboardInterrupt:
         print("csdata: interrupted; previous output kept", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as error:
+        # A full disk wherever it struck (taking the lease, writing the commit): one line, not
+        # a traceback; any other exception is a bug, shown with its traceback.
+        from transforms.core.runs import is_no_space
+
+        if not is_no_space(error):
+            raise
+        return _user_error("no space left (the disk or bucket is full)", debug, EXIT_JOB_FAILED,
+                           "; previous output kept")
 
 
 def _interrupt(signum: int, frame) -> None:
@@ -362,18 +405,24 @@ def _interrupt(signum: int, frame) -> None:
     # run has imported pipeline.flink (its urllib would slow every start).
     flink = sys.modules.get("pipeline.flink")
     cancelled = flink.cancel_running_jobs() if flink is not None else []
-    discard_staging()
+    discard_active()
     jobs = "".join(f"; Flink job {job_id} cancelled" for job_id in cancelled)
     sys.stderr.write(f"csdata: interrupted ({signal.Signals(signum).name}){jobs}; previous output kept\n")
     sys.stderr.flush()
     os._exit(EXIT_INTERRUPTED)
 
 
-def _user_error(message: str, debug: bool) -> int:
+def _user_error(message: str, debug: bool, code: int = EXIT_USER_ERROR, suffix: str = "") -> int:
+    """Print the one line of an error (the first line of `message`, bounded, then `suffix`) and
+    return `code`; under `--debug` the traceback comes first."""
     if debug:
         traceback.print_exc()
-    print(f"csdata: error: {message}", file=sys.stderr)
-    return EXIT_USER_ERROR
+    limit = 2000   # a spec's eight problems fit; a message that renders a whole value does not
+    first = next((line for line in message.splitlines() if line.strip()), "").rstrip()
+    if len(first) > limit:
+        first = first[:limit - 3] + "..."
+    print(f"csdata: error: {first}{suffix}", file=sys.stderr)
+    return code
 
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:

@@ -211,7 +211,8 @@ def run(args, extra: Sequence[str], beam_options) -> int:
         from pipeline.cosmos_beam import run_paragraphs
 
         spec = load_dataset_spec(CosmosSpec, args.spec, args.overrides)
-        summary = run_paragraphs(spec, args.input, args.output, beam_options(extra))
+        summary = run_paragraphs(spec, args.input, args.output, beam_options(extra),
+                                 work=getattr(args, "work", None))
         print(format_summary(summary, STAGE_UNITS["cosmos"]))
         return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
     if command == "hits":

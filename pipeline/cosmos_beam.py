@@ -10,6 +10,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from data_specs.models import CosmosSpec
 from pipeline.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.io import read_summary
+from transforms.core.memo import resume_work
 from transforms.core.models import check_spacy
 from transforms.core.progress import ProgressLine
 from transforms.core.provenance import file_metadata
@@ -41,14 +42,16 @@ PathLike = Union[str, Path]
 # --------------------------------------------------------------------------- stage 1 (Beam)
 
 class GenerateCosmosParagraphs(beam.PTransform):
-    """Stage 1 from input patterns to `{output}/{paragraphs,rejects}/` Parquet and summary.json."""
+    """Stage 1 from input patterns to `{output}/{paragraphs,rejects}/` Parquet and summary.json.
+    With `work` (the run's work folder), the models' results are kept there and reused by a rerun."""
 
     def __init__(self, spec: CosmosSpec, inputs: Sequence[str], output: str, progress: bool = True,
-                 file_metadata: Optional[dict[str, str]] = None):
+                 file_metadata: Optional[dict[str, str]] = None, work: Optional[str] = None):
         super().__init__()
         self._spec, self._inputs, self._output = spec, list(inputs), output.rstrip("/")
         self._progress = progress
         self._meta = file_metadata
+        self._work = work
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
@@ -57,7 +60,8 @@ class GenerateCosmosParagraphs(beam.PTransform):
         stories, read_rejects, read_tallies = pbegin | "ReadStories" >> ReadStories(self._inputs, spec.input, progress)
         stories = stories | "ProgressRead" >> progress.step("read", "stories")
         paragraphs, rejects, tallies = stories | "Paragraphs" >> Paragraphs(
-            spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed)
+            spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed,
+            resume_work(self._work, spec.output.resume_every))
         # Stories are counted as their coherence batch is scored (its `((coherence, "in"), n)`
         # tally, sent per batch by `accounting.route`); the segment stage's own tallies come once
         # per bundle (a whole stage in the local runner) and count sentences.
@@ -78,13 +82,15 @@ class GenerateCosmosParagraphs(beam.PTransform):
 
 
 def run_paragraphs(spec: CosmosSpec, inputs: Sequence[str], output: str,
-                   options: Optional[PipelineOptions] = None) -> dict:
-    """Run stage 1; returns the summary (also in `{output}/summary.json`)."""
+                   options: Optional[PipelineOptions] = None, work: Optional[str] = None) -> dict:
+    """Run stage 1; returns the summary (also in `{output}/summary.json`). With `work` (a work
+    folder for this spec, these inputs and models), the models' results are kept there and
+    reused by a rerun."""
     check_spacy(spec.sentences.model, [spec.sentences.component], option="sentences.model")
     check_scorer(spec.coherence)
     clear_output(output, PARAGRAPH_TABLES)
     pipeline = new_pipeline(options)
     pipeline | "GenerateCosmosParagraphs" >> GenerateCosmosParagraphs(
-        spec, inputs, output, file_metadata=file_metadata(spec, inputs))
+        spec, inputs, output, file_metadata=file_metadata(spec, inputs), work=work)
     run_pipeline(pipeline)
     return read_summary(f"{output.rstrip('/')}/summary.json")

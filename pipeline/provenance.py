@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 # Namespace entries that are never inputs of a step.
-_NOT_INPUTS = {"output", "final_output", "spec", "overrides", "argv", "command", "command_parser", "staged_output",
+_NOT_INPUTS = {"output", "final_output", "spec", "overrides", "argv", "command", "command_parser", "staged_output", "work",
                "verbose", "quiet", "debug", "format", "reader", "annotator", "similarity", "a", "b"}
 
 
@@ -61,7 +61,7 @@ def step_of(args: argparse.Namespace, folder: str) -> tuple[dict[str, Any], dict
 
         spec = spec_data(load_spec(args.spec, getattr(args, "overrides", [])))
     if "://" in folder:
-        from transforms.core.runs import read_json
+        from pipeline.outputs.paths import read_json
 
         stages = (read_json(f"{folder.rstrip('/')}/summary.json") or {}).get("stages")
     else:

@@ -223,7 +223,8 @@ def _generate(args, options: PipelineOptions) -> int:
     if args.annotations:
         check_cacheable(spec.annotator)
         check_annotations(args.annotations)
-    run_record(spec, args.input, args.output, args.url_list, options, annotations=args.annotations)
+    run_record(spec, args.input, args.output, args.url_list, options, annotations=args.annotations,
+               work=getattr(args, "work", None))
     summary = read_summary(f"{args.output.rstrip('/')}/summary.json")
     print(format_summary(summary, STAGE_UNITS["record"]))
     if "annotations" in summary:
@@ -238,7 +239,7 @@ def _annotate(args, options: PipelineOptions) -> int:
     from transforms.core.io import read_summary
 
     spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
-    run_annotate(spec, args.input, args.output, options)
+    run_annotate(spec, args.input, args.output, options, work=getattr(args, "work", None))
     summary = read_summary(f"{args.output.rstrip('/')}/summary.json")
     print(format_summary(summary, STAGE_UNITS["record"]))
     return 0 if _balanced(summary) else 3

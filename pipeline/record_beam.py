@@ -21,6 +21,7 @@ from transforms.core.coders import RejectCoder  # noqa: F401  (registers the cod
 from transforms.core.dedup import DEDUP_NEAR, SIGNATURE, DropNearDuplicates, MinHasher
 from transforms.core.errors import UserError
 from transforms.core.io import read_summary, write_json
+from transforms.core.memo import resume_work
 from transforms.core.progress import ProgressLine
 from transforms.core.provenance import file_metadata
 from transforms.core.sinks import WriteTable, WriteTables
@@ -90,12 +91,14 @@ class GenerateRecord(beam.PTransform):
 
     With `annotations` (the output of `csdata record annotate`), articles whose text and model
     settings match their stored annotations are not annotated again; how many were reused is
-    written to summary.json's `REUSE_SECTION` entry.
+    written to summary.json's `REUSE_SECTION` entry. With `work` (the run's work folder), the
+    model's annotations are kept there and a rerun after a kill annotates only the others.
     """
 
     def __init__(self, spec: RecordSpec, inputs: Sequence[str], output: str,
                  url_lists: Sequence[str] = (), progress: bool = True,
-                 annotations: Optional[str] = None, file_metadata: Optional[dict[str, str]] = None):
+                 annotations: Optional[str] = None, file_metadata: Optional[dict[str, str]] = None,
+                 work: Optional[str] = None):
         super().__init__()
         self._spec = spec
         self._meta = file_metadata   # every Parquet file's key-value metadata
@@ -104,6 +107,7 @@ class GenerateRecord(beam.PTransform):
         self._url_lists = list(url_lists)
         self._progress = progress
         self._annotations = annotations
+        self._work = work
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
@@ -136,7 +140,8 @@ class GenerateRecord(beam.PTransform):
                 then=[split]))
         else:
             splits = collect(articles | "SplitPassages" >> Stage(SPLIT, split.fn))
-        annotate = Annotate(spec.annotator, spec.coref, passage, self._annotations, stored)
+        annotate = Annotate(spec.annotator, spec.coref, passage, self._annotations, stored,
+                            resume_work(self._work, spec.output.resume_every))
         annotated = collect(splits | "Annotate" >> annotate)
         if annotate.reuse is not None:   # summed with the tallies, into summary.json's REUSE_SECTION
             ledger.tallies.append(annotate.reuse | "ReuseTallies" >> beam.Map(
@@ -232,11 +237,13 @@ def reuse_summary(counts: dict[str, int], source: str) -> dict:
 
 
 def run_record(spec: RecordSpec, inputs: Sequence[str], output: str, url_lists: Sequence[str] = (),
-               options: Optional[PipelineOptions] = None, annotations: Optional[str] = None):
+               options: Optional[PipelineOptions] = None, annotations: Optional[str] = None,
+               work: Optional[str] = None):
     """Build and run the generator; returns the finished PipelineResult.
 
     With `annotations`, stored annotations are reused where they match, and summary.json gets
-    an `annotations` entry (`reuse_summary`).
+    an `annotations` entry (`reuse_summary`). With `work` (a work folder for this spec, these
+    inputs and models), the model's results are kept there and reused by a rerun.
     """
     check_models(spec.annotator)
     if annotations:
@@ -245,7 +252,7 @@ def run_record(spec: RecordSpec, inputs: Sequence[str], output: str, url_lists: 
     pipeline = new_pipeline(options)
     pipeline | "GenerateRecord" >> GenerateRecord(
         spec, inputs, output, url_lists, annotations=annotations,
-        file_metadata=file_metadata(spec, [*inputs, *url_lists]))
+        file_metadata=file_metadata(spec, [*inputs, *url_lists]), work=work)
     with short_state_sampling():
         result = run_pipeline(pipeline)
     if annotations:
@@ -261,15 +268,17 @@ class AnnotateRecordArticles(beam.PTransform):
     split could send to annotation; write `annotations/`, `rejects/` and `summary.json`.
 
     Near duplicates are kept and no split is made: curation settings and the passage split are
-    applied by the generate runs that reuse these annotations.
+    applied by the generate runs that reuse these annotations. With `work`, the model's results
+    are kept there and reused by a rerun.
     """
 
     def __init__(self, spec: RecordSpec, inputs: Sequence[str], output: str, progress: bool = True,
-                 file_metadata: Optional[dict[str, str]] = None):
+                 file_metadata: Optional[dict[str, str]] = None, work: Optional[str] = None):
         super().__init__()
         self._spec, self._inputs, self._output = spec, list(inputs), output.rstrip("/")
         self._progress = progress
         self._meta = file_metadata
+        self._work = work
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
@@ -282,7 +291,8 @@ class AnnotateRecordArticles(beam.PTransform):
         articles = articles | "OrderByWork" >> OrderByWork()
         articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds())
         articles = collect(articles | "Splittable" >> Stage(SPLIT, splittable))
-        annotations = collect(articles | "Annotate" >> AnnotateArticles(spec.annotator, spec.coref))
+        annotations = collect(articles | "Annotate" >> AnnotateArticles(
+            spec.annotator, spec.coref, resume_work(self._work, spec.output.resume_every)))
         annotations = annotations | "ProgressAnnotated" >> progress.step("annotated", "articles")
         near = spec.curation.near_duplicates
         rules = tuple(spec.annotator.ner_rules)
@@ -323,14 +333,15 @@ def signed_rows(grouped: tuple[str, Iterable[tuple[int, Any]]], rules: Sequence[
 
 
 def run_annotate(spec: RecordSpec, inputs: Sequence[str], output: str,
-                 options: Optional[PipelineOptions] = None):
-    """Annotate the articles of `inputs` once, for later generate runs; returns the PipelineResult."""
+                 options: Optional[PipelineOptions] = None, work: Optional[str] = None):
+    """Annotate the articles of `inputs` once, for later generate runs; returns the PipelineResult.
+    With `work`, the model's results are kept there and reused by a rerun."""
     check_cacheable(spec.annotator)
     check_models(spec.annotator)
     clear_output(output, ANNOTATE_TABLES)
     pipeline = new_pipeline(options)
     pipeline | "AnnotateRecord" >> AnnotateRecordArticles(
-        spec, inputs, output, file_metadata=file_metadata(spec, inputs))
+        spec, inputs, output, file_metadata=file_metadata(spec, inputs), work=work)
     with short_state_sampling():
         return run_pipeline(pipeline)
 

@@ -157,7 +157,7 @@ def reproduce_command(args: argparse.Namespace, extra: Sequence[str] = ()) -> in
     recorded spec; upstream outputs) but never the Beam options recorded with them, which the
     release's author chose: `extra`, the user's own, apply instead, and the recorded ones only
     with `--trust-recorded-options`."""
-    from pipeline.runner import check_output, mark_finished
+    from pipeline.outputs.protocol import check_output, write_marker
 
     check_output(args.output)
     provenance, steps = read_steps(args.release_dir)
@@ -191,7 +191,7 @@ def reproduce_command(args: argparse.Namespace, extra: Sequence[str] = ()) -> in
         {"release": str(args.release_dir), "tables": dict(differences), "identical": not different},
         indent=1) + "\n", encoding="utf-8")
     print("identical" if not different else f"differ: {', '.join(different)}")
-    mark_finished(str(new), {"command": "reproduce", "release": str(args.release_dir)})   # reusable
+    write_marker(str(new), {"command": "reproduce", "release": str(args.release_dir)})   # reusable
     return EXIT_DIFFERENT if different else 0
 
 

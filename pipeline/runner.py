@@ -1,6 +1,6 @@
-"""Running a command safely: the offline runner default, checks before any work starts, and the
-output-staging rule (a run writes beside `--output` and is swapped in only when it finished and
-its accounting holds, so a failed or interrupted run leaves the previous output as it was)."""
+"""Running a pipeline: the offline runner default, Beam's options, the worker plugin and heap
+bound of local workers, and the checks of a command line before any work starts (the output
+protocol is `pipeline.outputs`)."""
 from __future__ import annotations
 
 import contextlib
@@ -8,14 +8,11 @@ import glob
 import logging
 import os
 import shutil
-import signal
-import tempfile
-from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from transforms.core.errors import UserError
 from transforms.core.models import freeze_heap
-from transforms.core.runs import RUN_MARKER, retry_store_calls
+from transforms.core.runs import retry_store_calls
 
 if TYPE_CHECKING:
     import apache_beam as beam
@@ -27,10 +24,6 @@ DEFAULT_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
 # csdata's steps are written for cloudpickle, which pickles functions and lambdas by value. Named
 # although it is Beam's default, so that a run's recorded options say which pickler it used.
 PICKLE_LIBRARY = "cloudpickle"
-STAGING_SUFFIX = ".csdata-staging"
-PREVIOUS_SUFFIX = ".csdata-previous"
-ACTIVE_STAGING: list[Path] = []   # staging directories of the runs in progress in this process
-RUN_MARKERS = (RUN_MARKER, "summary.json", "run.json")   # a finished csdata run has one of these
 
 
 # Warnings of Beam's own code that say nothing a user can act on: `BatchElements` fits batch
@@ -232,146 +225,3 @@ def check_inputs(patterns: Sequence[str]) -> None:
                 raise UserError(f"--input {pattern}: the directory holds no file")
         elif next((p for p in glob.iglob(pattern, recursive=True) if not os.path.isdir(p)), None) is None:
             raise UserError(f"--input {pattern} matches no file")
-
-
-def check_run_dir(run_dir: str) -> None:
-    """A local directory given as a finished run must hold a run's summary (a failed run leaves
-    none); a run on an object store is resolved by `transforms.core.runs.resolve_run`."""
-    path = Path(run_dir)
-    if not path.is_dir():
-        raise UserError(f"{run_dir}: no such directory")
-    if not any((path / marker).is_file() for marker in RUN_MARKERS):
-        raise UserError(f"{run_dir} is not the output of a finished csdata run (no summary.json)")
-
-
-def check_output(output: str) -> None:
-    """`--output` must be creatable and writable, and must not be a directory of something else."""
-    if "://" in output:
-        from transforms.core.runs import probe_writable
-
-        probe_writable(output)
-        return
-    path = Path(output)
-    if path.exists() and not path.is_dir():
-        raise UserError(f"--output {output} is a file, not a directory")
-    if path.is_dir() and any(path.iterdir()) and not any((path / m).is_file() for m in RUN_MARKERS):
-        raise UserError(f"--output {output} is a non-empty directory that is not a csdata run; "
-                        "choose a new or empty directory")
-    parent = path.resolve().parent
-    while not parent.exists():
-        parent = parent.parent
-    try:   # a probe beside the output: permissions, read-only file systems, root or not
-        tempfile.TemporaryDirectory(dir=parent, prefix=".csdata-probe-").cleanup()
-        if path.is_dir() and not os.access(path, os.W_OK):
-            raise PermissionError(path)
-    except OSError:
-        raise UserError(f"--output {output}: cannot write there") from None
-
-
-# ---- output staging --------------------------------------------------------------------------
-
-def staging_path(output: str) -> Path:
-    """Where a run into `output` writes until it is swapped in: beside it, hidden."""
-    path = Path(output).resolve()
-    return path.with_name(f".{path.name}{STAGING_SUFFIX}")
-
-
-def previous_path(output: str) -> Path:
-    """Where the previous output of `output` waits, during a commit, to be removed: beside it."""
-    path = Path(output).resolve()
-    return path.with_name(f".{path.name}{PREVIOUS_SUFFIX}")
-
-
-@contextlib.contextmanager
-def staged(output: str, remote_writer: bool = False) -> Iterator[str]:
-    """Yield the directory a run writes into; `commit(staging, output)` swaps it in.
-
-    On any exception (Ctrl-C and SIGTERM included) the staging directory is removed and the
-    previous output is untouched. A remote `output` (s3://, gs://) gets a new attempt folder under
-    it (`transforms.core.runs`) when the command's writers are Beam's (`remote_writer`: workers on
-    a cluster write there), else a local temporary directory that `commit` uploads; either way
-    the leftovers of earlier failed attempts are removed first.
-    """
-    if "://" in output:
-        with _remote_staging(output, remote_writer) as staging:
-            yield staging
-        return
-    staging = staging_path(output)
-    shutil.rmtree(staging, ignore_errors=True)   # a stale one from a killed run
-    staging.mkdir(parents=True)
-    ACTIVE_STAGING.append(staging)
-    try:
-        yield str(staging)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    finally:
-        ACTIVE_STAGING.remove(staging)
-
-
-@contextlib.contextmanager
-def _remote_staging(output: str, remote_writer: bool) -> Iterator[str]:
-    from transforms.core.runs import new_attempt, remove_attempts, remove_tree
-
-    remove_attempts(output)
-    if not remote_writer:
-        with tempfile.TemporaryDirectory(prefix="csdata-staging-") as local:
-            ACTIVE_STAGING.append(Path(local))
-            try:
-                yield local
-            finally:
-                ACTIVE_STAGING.remove(Path(local))
-        return
-    attempt = new_attempt(output)
-    try:
-        yield attempt
-    except BaseException:
-        with contextlib.suppress(Exception):   # the store may be what failed: the next run retries
-            remove_tree(attempt)
-        raise
-
-
-def discard_staging() -> None:
-    """Remove the staging directories of the runs in progress (a signal handler calls this)."""
-    for staging in list(ACTIVE_STAGING):
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def mark_finished(staging: str, info: dict) -> None:
-    """Write the marker of a finished run (what ran, with which csdata, when) into `staging`."""
-    from transforms.core.io import write_json
-
-    write_json(f"{staging.rstrip('/')}/{RUN_MARKER}", info)
-
-
-def commit(staging: str, output: str, info: Optional[dict] = None) -> None:
-    """Replace `output` by the finished run in `staging`: locally two renames in the same
-    directory, on an object store one commit object written last (`transforms.core.runs`),
-    which also carries `info` (what `mark_finished` wrote)."""
-    if staging == output:
-        return
-    if "://" in output:
-        _commit_remote(staging, output, info or {})
-        return
-    target, previous = Path(output).resolve(), previous_path(output)
-    shutil.rmtree(previous, ignore_errors=True)
-    # No interrupt between the two renames: the output is always either the old or the new run.
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        if target.exists():
-            target.rename(previous)
-        Path(staging).rename(target)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    shutil.rmtree(previous, ignore_errors=True)
-
-
-def _commit_remote(staging: str, output: str, info: dict) -> None:
-    from transforms.core.runs import commit_attempt, new_attempt, remove_attempts, upload
-
-    attempt = staging
-    if "://" not in staging:   # a plain command's local staging: its files go up first
-        attempt = new_attempt(output)
-        upload(staging, attempt)
-    commit_attempt(attempt, output, info)
-    remove_attempts(output, keep=attempt)

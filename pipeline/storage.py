@@ -1,23 +1,19 @@
 """Object stores on the command line: which arguments name a path there, the Beam options that
-say where the store is (`--s3_endpoint_url` ...), the finished runs a command reads from there
-(resolved to their committed attempt, `transforms.core.runs`), and `csdata clean`."""
+say where the store is (`--s3_endpoint_url` ...), the finished runs a command reads (resolved to
+their committed attempt, `pipeline.outputs.protocol`), and `csdata clean`."""
 from __future__ import annotations
 
 import argparse
 import contextlib
-import shutil
+import os
 import tempfile
 from typing import Sequence
 
-from pipeline.runner import beam_options, check_run_dir, previous_path, staging_path
+from pipeline.outputs.paths import download
+from pipeline.outputs.protocol import clean, resolve_run
+from pipeline.runner import beam_options
 from transforms.core.errors import UserError
-from transforms.core.runs import (
-    describe_storage_error,
-    download,
-    remove_attempts,
-    resolve_run,
-    retry_store_calls,
-)
+from transforms.core.runs import describe_storage_error, retry_store_calls
 
 # Arguments that name the finished run a command reads; `annotations` and the run of a command
 # marked `beam_reader` are read by Beam's workers (on a cluster too), the others by this process.
@@ -46,15 +42,13 @@ def use_store_options(extra: Sequence[str]) -> None:
 
 
 def clean_output(output: str, extra: Sequence[str]) -> list[str]:
-    """`csdata clean OUTPUT`: remove the leftovers of failed runs there; returns them."""
-    if "://" not in output:
-        gone = [str(p) for p in (staging_path(output), previous_path(output)) if p.exists()]
-        for path in gone:
-            shutil.rmtree(path)
-        return gone
-    use_store_options(extra)
+    """`csdata clean OUTPUT`: remove what no live run holds there; returns what went."""
+    if "://" in output:
+        use_store_options(extra)
     try:
-        return remove_attempts(output)
+        return clean(output, options=beam_options(extra) if output.startswith("s3://") else None)
+    except UserError:
+        raise
     except Exception as error:   # Beam wraps every store error: report what the store said
         raise UserError(f"{output}: {describe_storage_error(error)}") from None
 
@@ -76,16 +70,20 @@ def store_options_removed(extra: Sequence[str]) -> list[str]:
 
 
 def resolve_runs(args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
-    """Local runs are checked; a run on an object store is resolved to its committed attempt
-    (one line when there is none) and, for a reader in this process, copied into a temporary
-    directory that goes when the command ends."""
+    """Local runs are checked and pinned to the attempt their link names; a run on an object
+    store is resolved to its committed attempt (one line when there is none) and, for a reader
+    in this process, copied into a temporary directory that goes when the command ends."""
     for name in RUN_ARGS:
         value = getattr(args, name, None)
         if not isinstance(value, str):
             continue
         if "://" not in value:
             if name == "run_dir":
-                check_run_dir(value)
+                resolve_run(value)   # one line when it is not a finished run
+            if os.path.islink(value):
+                # An output's link: the attempt it names now is read, so that a run committed
+                # meanwhile does not change what this command reads half-way.
+                setattr(args, name, os.path.realpath(value))
             continue
         run = resolve_run(value, what=f"{name.replace('_', ' ')} " if name != "run_dir" else "")
         if name in BEAM_READ_ARGS or getattr(args, "beam_reader", False):

@@ -1,5 +1,5 @@
-"""Checks before the run and the output-staging rule: a failed or interrupted run leaves the
-previous output exactly as it was; a finished one replaces it whole."""
+"""Checks before the run and the output protocol seen from the command line: a failed or
+interrupted run leaves the previous output exactly as it was; a finished one replaces it whole."""
 from __future__ import annotations
 
 import os
@@ -13,11 +13,21 @@ import pytest
 
 from pipeline import cli
 from pipeline.cli import main
-from pipeline.runner import RUN_MARKER, staging_path
+from pipeline.outputs.paths import RUN_MARKER, OutputPaths
 
 ROOT = Path(__file__).resolve().parents[2]
 STORIES = ROOT / "tests" / "data" / "record" / "cnn"
 CORPUS = [str(ROOT / "tests" / "data" / "record" / p) for p in ("cnn", "dailymail", "hf_rows.jsonl")]
+
+
+def attempts(output: Path) -> list[str]:
+    """The attempt folders in the output's root."""
+    return sorted(p.name for p in Path(OutputPaths(str(output)).attempts).iterdir())
+
+
+def committed(output: Path) -> str:
+    """The attempt the output's link points at."""
+    return Path(os.readlink(output)).name
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -40,16 +50,21 @@ def test_a_finished_run_is_swapped_in_whole_and_marked(tmp_path, capsys):
     assert generate(finished_run) == 0
     assert sorted(p.name for p in finished_run.iterdir()) == [
         RUN_MARKER, "passages", "provenance.json", "queries", "rejects", "summary.json"]
-    assert not staging_path(str(finished_run)).exists()
+    assert attempts(finished_run) == [committed(finished_run)]
     out = capsys.readouterr().out
     assert f"output: {finished_run}" in out
     assert f"passages                5  {finished_run}/passages/" in out     # 7 stories, 2 rejected
 
 
 def test_a_rerun_replaces_the_previous_output(finished_run):
+    first = committed(finished_run)
     (finished_run / "passages" / "stale.parquet").write_bytes(b"from an older run")
     assert generate(finished_run, "--set", "passage.min_tokens=120") == 0
     assert not (finished_run / "passages" / "stale.parquet").exists()
+    second = committed(finished_run)
+    assert attempts(finished_run) == sorted([first, second])    # the replaced one stays a run long
+    assert generate(finished_run) == 0
+    assert attempts(finished_run) == sorted([second, committed(finished_run)])
 
 
 @pytest.mark.parametrize("argv_tail, message", [
@@ -67,7 +82,7 @@ def test_before_the_run_errors_keep_the_previous_output(finished_run, capsys, ar
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("csdata: error: ") and message in err[0]
     assert snapshot(finished_run) == before
-    assert not staging_path(str(finished_run)).exists()
+    assert attempts(finished_run) == [committed(finished_run)]
 
 
 def test_output_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys):
@@ -105,7 +120,9 @@ def test_a_run_whose_accounting_fails_keeps_the_previous_output(finished_run, mo
     assert generate(finished_run) == 3
     assert snapshot(finished_run) == before
     assert "previous output" in capsys.readouterr().err
-    assert staging_path(str(finished_run)).exists()    # kept for inspection, beside the output
+    kept = [name for name in attempts(finished_run) if name != committed(finished_run)]
+    assert len(kept) == 1                                # kept for inspection, in the output's root
+    assert (Path(OutputPaths(str(finished_run)).attempt(kept[0])) / "summary.json").read_text() == "{}"
 
 
 def test_version(capsys):
@@ -119,7 +136,7 @@ def test_version(capsys):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_an_interrupted_run_keeps_the_previous_output(finished_run, signum):
     before = snapshot(finished_run)
-    staging = staging_path(str(finished_run))
+    first = attempts(finished_run)
     argv = [sys.executable, "-m", "pipeline.cli", "record", "generate", "--output", str(finished_run)]
     for path in CORPUS:
         argv += ["--input", path]
@@ -128,9 +145,9 @@ def test_an_interrupted_run_keeps_the_previous_output(finished_run, signum):
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
-    while not staging.exists() and time.monotonic() < deadline:   # the run has started writing
+    while attempts(finished_run) == first and time.monotonic() < deadline:   # it has begun
         time.sleep(0.05)
-    assert staging.exists()
+    assert attempts(finished_run) != first
     time.sleep(1.0)
     proc.send_signal(signum)
     err = proc.communicate(timeout=120)[1].decode()
@@ -138,5 +155,5 @@ def test_an_interrupted_run_keeps_the_previous_output(finished_run, signum):
     lines = [line for line in err.splitlines() if "apitools" not in line]
     assert lines == [f"csdata: interrupted ({signal.Signals(signum).name}); previous output kept"]
     assert snapshot(finished_run) == before
-    assert not staging.exists()
-    assert os.listdir(finished_run.parent) == [finished_run.name]
+    assert attempts(finished_run) == first
+    assert sorted(os.listdir(finished_run.parent)) == [f".{finished_run.name}.csdata", finished_run.name]

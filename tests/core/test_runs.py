@@ -1,6 +1,6 @@
-"""Object-store outputs (transforms/core/runs.py) without a store: the error texts a user sees,
-the names of attempt folders, the commit and the cleanup on Beam's local filesystem (the same
-calls as on S3; the S3 server's tests are in tests/s3), and the CLI's object-store options."""
+"""Storage without a store: the error texts a user sees (transforms/core/runs.py), the names of
+attempt folders, a copied run, upload and download (pipeline/outputs; the S3 server's tests are in
+tests/s3), and the CLI's object-store options."""
 from __future__ import annotations
 
 import re
@@ -8,6 +8,8 @@ import re
 import pytest
 from apache_beam.io.filesystem import BeamIOError
 
+from pipeline.outputs import paths
+from pipeline.outputs.protocol import resolve_run
 from pipeline.storage import store_options_removed
 from transforms.core import runs
 from transforms.core.errors import UserError
@@ -46,31 +48,19 @@ def test_a_store_error_is_said_in_a_few_words(text, reason):
     assert runs.storage_reason(Exception(text)) == reason
 
 
-def test_attempt_folders_sort_by_start_time_and_never_repeat():
-    first, second = runs.new_attempt("s3://b/out/"), runs.new_attempt("s3://b/out")
-    assert re.fullmatch(r"s3://b/out/runs/\d{8}T\d{6}Z-[0-9a-f]{8}", first), first
+def test_attempt_names_sort_by_start_time_and_never_repeat():
+    first, second = paths.new_attempt_name(), paths.new_attempt_name()
+    assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{8}", first), first
     assert first != second
+    assert paths.OutputPaths("s3://b/out/").attempt(first) == f"s3://b/out/runs/{first}"
 
 
-def test_the_commit_names_the_attempt_and_the_cleanup_keeps_only_it(tmp_path):
-    output = str(tmp_path / "out")
-    old, new = runs.new_attempt(output), runs.new_attempt(output)
-    for attempt in (old, new):
-        write_json(f"{attempt}/passages/part-00000-of-00001.parquet", {"fake": "shard"})
-    assert runs.committed_attempt(output) is None
-    with pytest.raises(UserError, match="is not the output of a finished csdata run"):
-        runs.resolve_run(output)
-    runs.commit_attempt(new, output, {"csdata": "test"})
-    assert runs.read_json(f"{output}/{runs.RUN_MARKER}") == {
-        "run": new[len(output) + 1:], "csdata": "test"}
-    assert runs.resolve_run(output) == new
-    assert runs.remove_attempts(output) == [old]
-    assert runs.attempt_folders(output) == [new]
-
-
-def test_a_copied_run_without_attempts_is_read_where_it_is(tmp_path):
-    write_json(str(tmp_path / runs.RUN_MARKER), {"csdata": "0.1.0"})
-    assert runs.resolve_run(str(tmp_path)) == str(tmp_path)
+def test_a_copied_run_is_read_where_it_is(tmp_path):
+    write_json(str(tmp_path / paths.RUN_MARKER), {"csdata": "0.1.0"})
+    assert resolve_run(str(tmp_path)) == str(tmp_path)
+    (tmp_path / "half").mkdir()
+    with pytest.raises(UserError, match="half is not the output of a finished csdata run"):
+        resolve_run(str(tmp_path / "half"))
 
 
 def test_upload_and_download_keep_every_file_and_its_bytes(tmp_path):
@@ -78,9 +68,9 @@ def test_upload_and_download_keep_every_file_and_its_bytes(tmp_path):
     (source / "queries").mkdir(parents=True)
     (source / "queries" / "part-0.parquet").write_bytes(bytes(range(256)) * 5000)
     (source / "summary.json").write_text("{}")
-    assert runs.upload(str(source), str(tmp_path / "remote")) == 2
+    assert paths.upload(str(source), str(tmp_path / "remote")) == 2
     back.mkdir()
-    assert runs.download(str(tmp_path / "remote"), str(back)) == 2
+    assert paths.download(str(tmp_path / "remote"), str(back)) == 2
     assert (back / "queries" / "part-0.parquet").read_bytes() == bytes(range(256)) * 5000
     assert (back / "summary.json").read_text() == "{}"
 

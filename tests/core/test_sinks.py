@@ -116,15 +116,48 @@ def test_shard_plan_cuts_the_files_rows_into_even_contiguous_runs():
     assert plan_shards([], 2) == [[], []]
 
 
-def test_a_shard_is_merged_from_slices_of_bundle_files(tmp_path):
+def bundle_files(folder, numbers_by_name):
     schema = pa.schema([pa.field("n", pa.int64())])
-    for name, numbers in (("a", range(0, 450)), ("b", range(450, 500))):
-        writer = ShardWriter(str(tmp_path / f"{name}.parquet"), schema)
+    paths = {}
+    for name, numbers in numbers_by_name.items():
+        writer = ShardWriter(str(folder / f"{name}.parquet"), schema)
         for n in numbers:
             writer.write({"n": n})
-        writer.close()
-    # Rows 10..449 of a (crossing record batches of 200) and 0..49 of b.
-    path = merge_shard((1, [(str(tmp_path / "a.parquet"), 10, 450), (str(tmp_path / "b.parquet"), 0, 50)]),
-                       str(tmp_path), schema)
-    assert path.endswith("shard-00001.parquet")
+        paths[name] = writer.close()
+    return schema, paths
+
+
+def test_a_shard_is_merged_from_slices_of_bundle_files_under_its_final_name(tmp_path):
+    temp = tmp_path / "t" / f"{TEMP_PREFIX}x"
+    schema, files = bundle_files(temp, {"a": range(0, 450), "b": range(450, 500)})
+    # Rows 10..449 of a (crossing record batches of 200) and 0..49 of b, as shard 1 of 3.
+    path = merge_shard((1, [(files["a"], 10, 450), (files["b"], 0, 50)]),
+                       str(tmp_path / "t" / "part"), 3, schema, str(temp))
+    assert path == str(tmp_path / "t" / "part-00001-of-00003.parquet")
     assert pq.read_table(path).column("n").to_pylist() == list(range(10, 500))
+    assert shards(tmp_path / "t") == [f"{TEMP_PREFIX}x", "part-00001-of-00003.parquet"]
+    assert shards(temp) == ["a.parquet", "b.parquet"]     # its own temporary file was renamed
+
+
+def test_a_retried_merge_replaces_its_shard_whole(tmp_path):
+    temp = tmp_path / "t" / f"{TEMP_PREFIX}x"
+    schema, files = bundle_files(temp, {"a": range(5)})
+    prefix = str(tmp_path / "t" / "part")
+    first = merge_shard((0, [(files["a"], 0, 5)]), prefix, 1, schema, str(temp))
+    again = merge_shard((0, [(files["a"], 0, 5)]), prefix, 1, schema, str(temp))
+    assert first == again
+    assert pq.read_table(again).column("n").to_pylist() == [0, 1, 2, 3, 4]
+    assert shards(tmp_path / "t") == [f"{TEMP_PREFIX}x", "part-00000-of-00001.parquet"]
+
+
+def test_finalising_fixed_shards_keeps_the_merged_shards_and_removes_the_bundle_files(tmp_path):
+    temp = tmp_path / "t" / f"{TEMP_PREFIX}x"
+    schema, files = bundle_files(temp, {"a": range(3)})
+    prefix = str(tmp_path / "t" / "part")
+    merged = [merge_shard((i, slices), prefix, 2, schema, str(temp))
+              for i, slices in enumerate(plan_shards([(files["a"], 3)], 2))]
+    first = finalize_shards(reversed(merged), str(temp), prefix, schema, num_shards=2)
+    again = finalize_shards(merged, str(temp), prefix, schema, num_shards=2)   # a retry
+    assert first == again == [f"{prefix}-00000-of-00002.parquet", f"{prefix}-00001-of-00002.parquet"]
+    assert shards(tmp_path / "t") == ["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
+    assert [pq.read_table(p).column("n").to_pylist() for p in first] == [[0], [1, 2]]   # 3 rows: 1 + 2

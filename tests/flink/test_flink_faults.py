@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.cli import main
 from pipeline.flink import rest_get
+from pipeline.outputs.paths import OutputPaths
 from tests.conftest import DATA, ROOT, parquet_rows
 from tests.flink.test_flink_pipelines import FLINK, JOB_LINE, MASTER, assert_same_output, digest, run
 from tests.s3.store import BUCKET, FULL_BUCKET, S3_ARGS, keys, upload
@@ -118,6 +120,44 @@ def test_a_python_worker_killed_mid_job_is_restarted_and_the_job_writes_the_clea
     assert killed and RESTARTED.search(err), err
     assert_same_output(tmp_path / "local", tmp_path / "flink")
     assert not list(Path("/tmp").glob(f"csdata-sdk-worker-{os.getpid()}-*"))
+
+
+def job_server_children(parent: int) -> list[int]:
+    """The Beam job server processes (Java) that process `parent` started."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == parent and b"job-server" in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_killed_driver_is_resumed_by_its_rerun_with_the_rows_of_a_clean_run(tmp_path, capsys):
+    small_pieces = ["--set", "output.resume_every=2"]   # several pieces from the small sample
+    run([*GENERATE, *small_pieces, "--output", str(tmp_path / "local")], capsys)
+    output = tmp_path / "flink"
+    work = Path(OutputPaths(str(output)).work)
+    driver = Driver([*GENERATE, *small_pieces, "--output", str(output)], tmp_path / "stderr")
+    job_id = driver.job_id()
+    wait_until(lambda: len(list(work.rglob("*.pieces"))) >= 2, 240, "two pieces of work stored")
+    servers = job_server_children(driver.process.pid)
+    assert servers, "no job server under the driver"
+    driver.process.send_signal(signal.SIGKILL)   # the driver alone: its job may run on
+    driver.process.wait()
+    code = main([*GENERATE, *small_pieces, "--output", str(output), *FLINK])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert re.search(r"^csdata: resuming an interrupted run: [\d,]+ model results", err, re.M), err
+    state = rest_get(MASTER, f"/jobs/{job_id}")["state"]
+    assert state in ("CANCELED", "FINISHED"), state
+    if state == "CANCELED":
+        assert f"csdata: Flink job {job_id} of a dead run into this output cancelled" in err, err
+    assert not [pid for pid in servers if Path(f"/proc/{pid}").exists()], "the dead driver's job server runs on"
+    assert_same_output(tmp_path / "local", output)
+    assert not work.exists()
 
 
 def s3_server(command: str) -> None:

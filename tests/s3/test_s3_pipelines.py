@@ -188,10 +188,13 @@ def test_a_killed_run_leaves_the_committed_run_as_it_was_and_is_never_read(s3, p
     assert line == (f"csdata: error: {url(partial[0])} is not the output of a finished csdata run "
                     "(no csdata-run.json: a run that failed or is still running)")
 
-    # The next run removes the killed attempt and the one it replaces.
+    # The next run takes the dead run's lease over and removes its attempt; the attempt it
+    # replaces stays until the next commit (a reader may be in the middle of it).
+    first = committed(s3, f"{prefix}/record")
     run(argv, capsys)
     folders = {"/".join(k.split("/")[:5]) for k in keys(s3, f"{prefix}/record/runs/")}
-    assert folders == {committed(s3, f"{prefix}/record")}
+    assert folders == {committed(s3, f"{prefix}/record"), first}
+    assert partial[0] not in folders
 
 
 def test_a_run_that_fails_after_writing_removes_its_attempt_and_keeps_the_commit(
@@ -215,7 +218,10 @@ def test_a_run_that_fails_after_writing_removes_its_attempt_and_keeps_the_commit
     with pytest.raises(RuntimeError, match="the driver lost its job"):
         main(argv)
     assert any("/passages/" in key for key in wrote), wrote
-    assert keys(s3, f"{prefix}/record") == before
+    # The commit and the committed run as they were; only the model work stays, for a rerun.
+    after = keys(s3, f"{prefix}/record")
+    assert {k: v for k, v in after.items() if "/work/" not in k} == before
+    assert any(k.endswith(".pieces") for k in after if "/work/" in k)
 
 
 def test_store_errors_are_one_line_before_any_work(s3, prefix, capsys):

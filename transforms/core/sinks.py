@@ -7,22 +7,38 @@ score) never import Beam.
 file-sink protocol (a DoOnce root, then initialise, pre-finalise and finalise steps joined by
 side inputs) costs 13 steps and four stages per table where this one needs 3 steps and one
 stage: about 0.5 s of CPU per run, a measurable share of a small run. Here one step, fused with
-the producer, writes each bundle's rows into a new temporary file as they arrive (no
-compression, as `WriteToParquet`; record batches of `RECORD_BATCH_ROWS` rows, 200 rather than
-its 1,000, and row groups of at most `ROW_GROUP_BYTES`, 1 MiB rather than its 64 MiB, so that
-the three tables of a run hold at most about 3 MiB of rows in a worker whatever the input's
-size: with 1,000 rows and 4 MiB, a worker's peak at 1,200 articles was 12 MiB higher), and one
-finalising step, which gets the temporary paths as a side input, renames them to
-`part-SSSSS-of-NNNNN.parquet` (one empty shard when there are no rows, empty shards up to a
-fixed `num_shards`) and removes the temporary folder. With a fixed `num_shards` the bundles'
-files are merged into that many shards of even row counts by as many steps, each streaming its
-slices of the files (`plan_shards`, `merge_shard`): only paths and counts are shuffled. A
-retried bundle leaves only an orphan temporary file, which goes with the folder, and a retried
-finalisation skips the files it already moved. Works on any Beam filesystem (local, gs://, ...).
+the producer, writes each bundle's rows into a new file as they arrive (no compression, as
+`WriteToParquet`; record batches of `RECORD_BATCH_ROWS` rows, 200 rather than its 1,000, and row
+groups of at most `ROW_GROUP_BYTES`, 1 MiB rather than its 64 MiB, so that the three tables of a
+run hold at most about 3 MiB of rows in a worker whatever the input's size: with 1,000 rows and
+4 MiB, a worker's peak at 1,200 articles was 12 MiB higher), and one finalising step, which gets
+the written paths as a side input, gives the table its shards (one empty shard when there are
+no rows) and removes the temporary folder `{table}/.csdata-temp-<uuid>`.
+
+No file is written twice. On an object store (s3://, gs://) a rename is a server-side copy and
+a delete, so nothing there is renamed: a run writes into an attempt folder that no reader looks
+at until the run commits (`pipeline.outputs`), so a temporary name buys nothing.
+
+- Runner-decided shards (`num_shards` 0), local folder: each bundle writes into the temporary
+  folder and the finaliser renames the files to `part-SSSSS-of-NNNNN.parquet` (a local rename
+  is free, and these are the names `WriteToParquet` gives).
+- Runner-decided shards, object store: each bundle writes `{table}/part-<uuid>.parquet` itself;
+  the finaliser deletes the table's `part-*.parquet` that are not in its list (what retried
+  bundles left), and writes `part-00000-of-00001.parquet`, empty, when no bundle had rows.
+- Fixed `num_shards`, any filesystem: the bundles' files (in the temporary folder) are merged
+  into that many shards of even row counts by as many steps, each streaming its slices of the
+  files (`plan_shards`, `merge_shard`; only paths and counts are shuffled) and writing its
+  shard under its final name, `part-0000i-of-0000N.parquet` (locally through a temporary file
+  renamed over it, on an object store in one whole-object write): a retried merge replaces
+  the shard whole. The finaliser then removes the bundles' files.
+
+The finaliser is safe to retry: a file already moved is skipped, a deleted orphan stays
+deleted, the empty shard has a fixed name, and the temporary folder may be gone already.
 """
 from __future__ import annotations
 
 import functools
+import os
 import uuid
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
@@ -31,6 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.localfilesystem import LocalFileSystem
 from apache_beam.transforms.window import GlobalWindows
 
 from data_specs import load_schema
@@ -40,6 +57,11 @@ ROW_GROUP_BYTES = 1024 * 1024
 SHARD_PREFIX = "part"
 SUFFIX = ".parquet"
 TEMP_PREFIX = ".csdata-temp-"
+
+
+def is_local(path: str) -> bool:
+    """Whether `path` is on the local filesystem (where a rename is free), not an object store."""
+    return isinstance(FileSystems.get_filesystem(path), LocalFileSystem)
 
 
 @functools.cache
@@ -116,17 +138,19 @@ class ShardWriter:
         return self.path
 
 
-def _temp_path(temp_dir: str) -> str:
-    return f"{temp_dir}/{uuid.uuid4().hex}{SUFFIX}"
+def _new_path(start: str) -> str:
+    """`{start}<uuid>.parquet`: a name no other bundle or attempt takes."""
+    return f"{start}{uuid.uuid4().hex}{SUFFIX}"
 
 
 class WriteBundlesFn(beam.DoFn):
-    """Write each bundle's rows into a new temporary Parquet file and emit its path (a DoFn for
-    the bundle boundaries: a file is opened at a bundle's first row and closed at its end)."""
+    """Write each bundle's rows into a new Parquet file `{start}<uuid>.parquet` and emit its path
+    (a DoFn for the bundle boundaries: a file is opened at a bundle's first row and closed at its
+    end). `start` is `{temporary folder}/`, or `{table}/part-` where the file is the shard."""
 
-    def __init__(self, temp_dir: str, schema: pa.Schema,
+    def __init__(self, start: str, schema: pa.Schema,
                  row_of: Optional[Callable[[Any], Mapping[str, Any]]] = None, with_rows: bool = False):
-        self._temp_dir = temp_dir
+        self._start = start
         self._schema = schema
         self._row_of = row_of
         self._with_rows = with_rows
@@ -137,7 +161,7 @@ class WriteBundlesFn(beam.DoFn):
 
     def process(self, row: Any) -> tuple[()]:
         if self._writer is None:
-            self._writer = ShardWriter(_temp_path(self._temp_dir), self._schema)
+            self._writer = ShardWriter(_new_path(self._start), self._schema)
         self._writer.write(row if self._row_of is None else self._row_of(row))
         return ()   # the shard's path comes at the bundle's end (Beam warns of a process without return)
 
@@ -169,12 +193,17 @@ def plan_shards(files: Iterable[tuple[str, int]], num_shards: int) -> list[list[
     return plan
 
 
-def merge_shard(indexed: tuple[int, Sequence[Slice]], temp_dir: str, schema: pa.Schema) -> str:
-    """Write shard `index` from its slices of bundle files, a record batch at a time (never more
-    than one row group in memory); returns the temporary path, named so that paths sort in
-    shard order."""
+def merge_shard(indexed: tuple[int, Sequence[Slice]], prefix: str, num_shards: int, schema: pa.Schema,
+                temp_dir: str) -> str:
+    """Write shard `index` of `num_shards` under its final name (`shard_names(prefix, ...)`) from
+    its slices of bundle files, a record batch at a time (never more than one row group in
+    memory); returns its path. Locally it is written in `temp_dir` and renamed over the final
+    name (free, and a reader never sees half a shard); on an object store it is written in
+    place, an object appearing whole when closed. Either way a retry replaces the shard whole."""
     index, slices = indexed
-    writer = ShardWriter(f"{temp_dir}/shard-{index:05d}{SUFFIX}", schema)
+    final = shard_names(prefix, num_shards)[index]
+    local = is_local(final)
+    writer = ShardWriter(_new_path(f"{temp_dir}/shard-{index:05d}-") if local else final, schema)
     for path, start, stop in slices:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
             offset = 0
@@ -185,7 +214,10 @@ def merge_shard(indexed: tuple[int, Sequence[Slice]], temp_dir: str, schema: pa.
                 offset += batch.num_rows
                 if offset >= stop:
                     break
-    return writer.close()
+    written = writer.close()
+    if local:
+        os.replace(written, final)
+    return final
 
 
 def shard_names(prefix: str, count: int) -> list[str]:
@@ -193,20 +225,46 @@ def shard_names(prefix: str, count: int) -> list[str]:
     return [f"{prefix}-{i:05d}-of-{count:05d}{SUFFIX}" for i in range(count)]
 
 
-def finalize_shards(temp_paths: Iterable[str], temp_dir: str, prefix: str, schema: pa.Schema,
+def finalize_shards(written: Iterable[str], temp_dir: str, prefix: str, schema: pa.Schema,
                     num_shards: int = 0) -> list[str]:
-    """Move the temporary files to their shard names (empty shards added up to `num_shards`, at
-    least one) and remove the temporary folder; returns the shard paths. Safe to retry: a file
-    already moved by an earlier attempt is skipped."""
-    paths = sorted(temp_paths)
-    while len(paths) < max(num_shards, 1):
-        paths.append(ShardWriter(_temp_path(temp_dir), schema).close())
+    """Give a table its shards from the files its bundles (or, with a fixed `num_shards`, its
+    merges) wrote, as the module doc says, and remove the temporary folder; returns the shard
+    paths, sorted. Safe to retry."""
+    paths = sorted(written)
+    if num_shards > 0:                 # merged under their final names: the bundles' files go
+        final = paths
+    elif is_local(prefix):
+        final = _rename_shards(paths, temp_dir, prefix, schema)
+    else:                              # nothing was written in the temporary folder
+        return _keep_shards(paths, prefix, schema)
+    remove_folder(temp_dir)
+    return final
+
+
+def _rename_shards(paths: list[str], temp_dir: str, prefix: str, schema: pa.Schema) -> list[str]:
+    """Rename local bundle files to `part-SSSSS-of-NNNNN.parquet` (one empty shard when there are
+    none); a file already moved by an earlier attempt is skipped."""
+    if not paths:
+        paths = [ShardWriter(_new_path(f"{temp_dir}/"), schema).close()]
     final = shard_names(prefix, len(paths))
     moves = [(src, dst) for src, dst in zip(paths, final) if FileSystems.exists(src)]
     if moves:
         FileSystems.rename([src for src, _ in moves], [dst for _, dst in moves])
-    remove_folder(temp_dir)
     return final
+
+
+def _keep_shards(paths: list[str], prefix: str, schema: pa.Schema) -> list[str]:
+    """The bundles' own files, written in place on an object store, are the shards: every other
+    `{prefix}-*.parquet` (left by a retried bundle) is deleted; `{prefix}-00000-of-00001.parquet`,
+    empty, is the one shard when there are none (a fixed name: a retry writes the same object)."""
+    if not paths:
+        paths = [ShardWriter(shard_names(prefix, 1)[0], schema).close()]
+    kept = {path.rsplit("/", 1)[-1] for path in paths}   # by name: a store may spell its paths otherwise
+    orphans = [m.path for result in FileSystems.match([f"{prefix}-*{SUFFIX}"])
+               for m in result.metadata_list if m.path.rsplit("/", 1)[-1] not in kept]
+    if orphans:
+        FileSystems.delete(orphans)
+    return paths
 
 
 def remove_folder(folder: str) -> None:
@@ -237,7 +295,8 @@ class _Table:
 
     def write(self, rows: Union[beam.PCollection, tuple[beam.PCollection, ...]],
               num_shards: int) -> beam.PCollection:
-        """The temporary files of `rows` (the step(s) that write them, fused with the producer).
+        """The files of `rows` (the step(s) that write them, fused with the producer): the
+        bundles' files, or with fixed shards the shards merged from them.
 
         `rows` may be a tuple of PCollections, the parts of one table: each part is written by a
         step of its own, fused with that part's producer, so that no row leaves the stage that
@@ -245,32 +304,36 @@ class _Table:
         each shard is merged from its slices of the files by whichever worker gets it
         (`plan_shards`, `merge_shard`): no shard's rows are ever one group.
         """
-        temp_dir, schema, row_of = self.temp_dir, self.schema, self.row_of
+        temp_dir, prefix, schema, row_of = self.temp_dir, self.prefix, self.schema, self.row_of
         fixed = num_shards > 0
+        # On an object store a bundle's file is the shard itself (a rename there is a copy).
+        start = f"{prefix}-" if not fixed and not is_local(prefix) else f"{temp_dir}/"
         # Output types are declared: Beam would otherwise infer them from the bytecode.
         kind = tuple[str, int] if fixed else str
         if isinstance(rows, tuple):
-            files = ([part | f"WriteBundles{i}" >> beam.ParDo(WriteBundlesFn(temp_dir, schema, row_of, fixed))
+            files = ([part | f"WriteBundles{i}" >> beam.ParDo(WriteBundlesFn(start, schema, row_of, fixed))
                       .with_output_types(kind) for i, part in enumerate(rows)]
                      | "Paths" >> beam.Flatten().with_output_types(kind))
         else:
             files = rows | "WriteBundles" >> beam.ParDo(
-                WriteBundlesFn(temp_dir, schema, row_of, fixed)).with_output_types(kind)
+                WriteBundlesFn(start, schema, row_of, fixed)).with_output_types(kind)
         if not fixed:
             return files
         return (files.pipeline | "Shards" >> beam.Impulse()
                 | "PlanShards" >> beam.FlatMap(lambda _, found: enumerate(plan_shards(found, num_shards)),
                                                beam.pvalue.AsList(files))
                 | "SpreadShards" >> beam.Reshuffle()
-                | "MergeShards" >> beam.Map(merge_shard, temp_dir, schema).with_output_types(str))
+                | "MergeShards" >> beam.Map(merge_shard, prefix, num_shards, schema, temp_dir)
+                .with_output_types(str))
 
     def finalize(self, paths: Iterable[str], num_shards: int) -> list[str]:
         return finalize_shards(paths, self.temp_dir, self.prefix, self.schema, num_shards)
 
 
 class WriteTable(beam.PTransform):
-    """Write dict rows as `{output}/{table}/part-SSSSS-of-NNNNN.parquet` with a schema from
-    data_specs/ (table `schema`, default `table`, of `data_specs/{dataset}_schema.yaml`).
+    """Write dict rows as `{output}/{table}/part-SSSSS-of-NNNNN.parquet` (runner-decided shards on
+    an object store: `part-<uuid>.parquet`, see the module doc) with a schema from data_specs/
+    (table `schema`, default `table`, of `data_specs/{dataset}_schema.yaml`).
 
     `num_shards` 0 lets the runner decide (one shard per bundle that had rows, at least one);
     N > 0 spreads the rows over exactly N shards. Returns the PCollection of the shard paths.

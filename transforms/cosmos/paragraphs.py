@@ -30,6 +30,7 @@ the smallest sha1(seed, "paragraph", paragraph id), as stage 1 always did; with 
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Any, Callable, Iterator, Optional, Sequence
 
@@ -41,6 +42,7 @@ from data_specs.models import CoherenceSection, ParagraphSection, SampleSection,
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
 from transforms.core.hashing import unit_hash
+from transforms.core.memo import MemoizedModel, WorkLike, step_memo
 from transforms.core.models import load_spacy
 from transforms.core.stages import Ledger, Stage, route
 from transforms.cosmos.read import TEXT_TOO_LONG, Story
@@ -127,55 +129,106 @@ class _Handle:
 
 
 class RunBatchModelFn(beam.DoFn):
-    """Apply a shared model to batches of elements; failures are retried one by one."""
+    """Apply a shared model to batches of elements; failures are retried one by one.
+
+    The model is acquired on the first batch that needs it. With `memo`, batches hold
+    `(element, stored result or None)` pairs and only the elements without one go through the
+    model (`transforms.core.memo`).
+    """
 
     def __init__(self, stage: str, key: str, make: Callable[[], Any],
                  apply: Callable[[Any, list], list], element_id: Callable[[Any], str],
-                 shared_handle: shared.Shared):
+                 shared_handle: shared.Shared, memo: Optional[MemoizedModel] = None):
         self._stage, self._key, self._make, self._apply = stage, key, make, apply
         self._id, self._shared = element_id, shared_handle
+        self._memo = memo
+        self._handle: Optional[_Handle] = None
 
     def setup(self) -> None:
-        # The handle is held, not just its model: `shared` keeps an object only while someone
-        # holds it, and the later rounds acquire the same one.
-        self._handle = self._shared.acquire(lambda: _Handle(self._make()), tag=self._key)
-        self._model = self._handle.model
         self._kept = Metrics.counter(NAMESPACE, f"{self._stage}.kept")
 
-    def process(self, batch: list) -> Iterator[Any]:
+    def _model(self) -> Any:
+        if self._handle is None:
+            # The handle is held, not just its model: `shared` keeps an object only while
+            # someone holds it, and the later rounds acquire the same one.
+            self._handle = self._shared.acquire(lambda: _Handle(self._make()), tag=self._key)
+        return self._handle.model
+
+    def _run(self, batch: list) -> list:
+        """One result per element of `batch`, in order: the model's, or a `model_error` reject."""
+        model = self._model()
         try:
-            results = self._apply(self._model, batch)
+            return self._apply(model, batch)
         except Exception:
             _LOG.exception("%s: a batch failed; retrying element by element", self._stage)
             results = []
             for element in batch:
                 try:
-                    results.extend(self._apply(self._model, [element]))
+                    results.extend(self._apply(model, [element]))
                 except Exception as error:
                     results.append(Reject(self._stage, "model_error", self._id(element),
                                           f"{type(error).__name__}: {error}"[:300]))
+            return results
+
+    def process(self, batch: list) -> Iterator[Any]:
+        results = self._run(batch) if self._memo is None else self._memo.results(batch, self._run)
         yield from route(self._stage, len(batch), results, self._kept)
+
+    def finish_bundle(self) -> None:
+        if self._memo is not None:
+            self._memo.flush()
+
+    def teardown(self) -> None:
+        if self._memo is not None:
+            self._memo.flush()
 
 
 class BatchModel(beam.PTransform):
     """`BatchElements` of `min_batch`..`max_batch` elements through a model loaded once per worker
     process (`make()`, shared under `key` through `shared_handle`, so that every application
-    given the same handle uses one model); returns `(kept, rejects, tallies)`."""
+    given the same handle uses one model); returns `(kept, rejects, tallies)`. With `memo`, the
+    results are kept in its folder and the elements whose results are there skip the model."""
 
     def __init__(self, stage: str, key: str, make: Callable[[], Any], apply: Callable[[Any, list], list],
                  element_id: Callable[[Any], str], min_batch: int, max_batch: int,
-                 shared_handle: Optional[shared.Shared] = None):
+                 shared_handle: Optional[shared.Shared] = None, memo: Optional[MemoizedModel] = None):
         super().__init__()
         self._args = (stage, key, make, apply, element_id)
         self._min, self._max = min_batch, max_batch
         self._shared = shared_handle or shared.Shared()
+        self._memo = memo
 
     def expand(self, pcoll):
+        if self._memo is not None:
+            pcoll = pcoll | "AttachStored" >> self._memo.attach()
         results = (pcoll
                    | "Batch" >> beam.BatchElements(min_batch_size=self._min, max_batch_size=self._max)
-                   | "RunModel" >> beam.ParDo(RunBatchModelFn(*self._args, self._shared))
+                   | "RunModel" >> beam.ParDo(RunBatchModelFn(*self._args, self._shared, self._memo))
                    .with_outputs(REJECTS, TALLIES, main="kept"))
         return results.kept, results[REJECTS], results[TALLIES]
+
+
+def text_key(story: Story) -> str:
+    """What a story's model results are kept under in a work folder: its id and a digest of
+    its text (all they depend on)."""
+    digest = hashlib.sha1(story.text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{story.id}:{digest}"
+
+
+def sentences_memo(work: WorkLike) -> Optional[MemoizedModel]:
+    """How sentence splitting keeps its results under `work` (`sentences`): the sentences only."""
+    memo = step_memo(work, SENTENCE_STAGE)
+    return None if memo is None else MemoizedModel(
+        memo, text_key, pack=lambda sentenced: sentenced.sentences,
+        unpack=lambda story, sentences: SentencedStory(story, sentences))
+
+
+def coherence_memo(work: WorkLike) -> Optional[MemoizedModel]:
+    """How coherence scoring keeps its results under `work` (`coherence`): the gap scores only."""
+    memo = step_memo(work, COHERENCE_STAGE)
+    return None if memo is None else MemoizedModel(
+        memo, lambda sentenced: text_key(sentenced.story), pack=lambda scored: scored.gaps,
+        unpack=lambda sentenced, gaps: ScoredStory(sentenced.story, sentenced.sentences, gaps))
 
 
 def too_long(story: Story, limit: int) -> Reject:
@@ -186,11 +239,12 @@ def too_long(story: Story, limit: int) -> Reject:
 
 
 def SplitSentences(sentences: SentencesSection, paragraph: ParagraphSection,  # noqa: N802
-                   shared_handle: Optional[shared.Shared] = None) -> beam.PTransform:
+                   shared_handle: Optional[shared.Shared] = None, work: WorkLike = None) -> beam.PTransform:
     """Stories -> `SentencedStory` with spaCy sentences; returns `(kept, rejects, tallies)`.
 
     (A transform factory.) `paragraph.long_sentence` / `max_words` say whether sentences longer
-    than a paragraph are split into even chunks.
+    than a paragraph are split into even chunks. With `work`, the sentences are kept under
+    `{work}/sentences` and a rerun splits only the stories whose sentences are not there.
     """
     model, component, batch_size = sentences.model, sentences.component, sentences.batch_size
     long_sentence, max_words = paragraph.long_sentence, paragraph.max_words
@@ -203,12 +257,15 @@ def SplitSentences(sentences: SentencesSection, paragraph: ParagraphSection,  # 
 
     return BatchModel(SENTENCE_STAGE, repr(("spacy-sentences", model, component)),
                       lambda: load_sentencizer(model, component), apply, lambda s: s.id,
-                      sentences.min_stories_per_call, sentences.max_stories_per_call, shared_handle)
+                      sentences.min_stories_per_call, sentences.max_stories_per_call, shared_handle,
+                      sentences_memo(work))
 
 
 def ScoreCoherence(coherence: CoherenceSection,  # noqa: N802
-                   shared_handle: Optional[shared.Shared] = None) -> beam.PTransform:
-    """`SentencedStory` -> `ScoredStory` with the section's `CoherenceScorer` (a transform factory)."""
+                   shared_handle: Optional[shared.Shared] = None, work: WorkLike = None) -> beam.PTransform:
+    """`SentencedStory` -> `ScoredStory` with the section's `CoherenceScorer` (a transform
+    factory); with `work`, the scores are kept under `{work}/coherence` as `SplitSentences`
+    keeps its sentences."""
 
     def apply(scorer, stories: list[SentencedStory]) -> list:
         gaps = scorer.score([s.sentences for s in stories])
@@ -216,7 +273,8 @@ def ScoreCoherence(coherence: CoherenceSection,  # noqa: N802
 
     return BatchModel(COHERENCE_STAGE, repr(("coherence", coherence)),
                       lambda: make_coherence_scorer(coherence), apply, lambda s: s.story.id,
-                      coherence.min_stories_per_call, coherence.max_stories_per_call, shared_handle)
+                      coherence.min_stories_per_call, coherence.max_stories_per_call, shared_handle,
+                      coherence_memo(work))
 
 
 def segment_fn(paragraph: ParagraphSection) -> Callable[[ScoredStory], Iterator[Any]]:
@@ -228,22 +286,26 @@ class SegmentStories(beam.PTransform):
     """Stories -> their `Paragraph`s: spaCy sentences, coherence, the DP cut (stages `sentences`,
     `coherence`, `segment`); returns `(paragraphs, [rejects...], [tallies...])`.
 
-    `models` holds the two `shared.Shared` handles, so that every round uses the same models.
+    `models` holds the two `shared.Shared` handles, so that every round uses the same models;
+    with `work` (a work folder), the two model steps keep their results there, in folders
+    every round shares.
     """
 
     def __init__(self, paragraph: ParagraphSection, sentences: SentencesSection,
-                 coherence: CoherenceSection, models: tuple[shared.Shared, shared.Shared]):
+                 coherence: CoherenceSection, models: tuple[shared.Shared, shared.Shared],
+                 work: WorkLike = None):
         super().__init__()
         self._paragraph, self._sentences, self._coherence = paragraph, sentences, coherence
         self._models = models
+        self._work = work
 
     def expand(self, stories):
         ledger = Ledger()
         collect = ledger.add
         spacy_handle, scorer_handle = self._models
         sentenced = collect(stories | "SplitSentences" >> SplitSentences(
-            self._sentences, self._paragraph, spacy_handle))
-        scored = collect(sentenced | "ScoreCoherence" >> ScoreCoherence(self._coherence, scorer_handle))
+            self._sentences, self._paragraph, spacy_handle, self._work))
+        scored = collect(sentenced | "ScoreCoherence" >> ScoreCoherence(self._coherence, scorer_handle, self._work))
         outcomes = collect(scored | "Segment" >> Stage(SEGMENT_STAGE, segment_fn(self._paragraph),
                                                        units=lambda s: len(s.sentences)))
         # The other outcomes are `CONTINUED` markers (sentences inside a paragraph).
@@ -265,16 +327,20 @@ class Paragraphs(beam.PTransform):
     Stories too short for `paragraph.min_words` are dropped; the stories `sample.mode` picks (see
     the module doc) are split into `sentences`, scored by `coherence` and segmented within
     `paragraph`'s bounds; `sample.per_blog` paragraphs a blog are kept in `seed`ed hash order.
+    With `work` (a work folder), the sentences and coherence scores are kept there, and a rerun
+    after a kill computes only those that are not (`transforms.core.memo`).
     """
 
     def __init__(self, paragraph: ParagraphSection, sentences: SentencesSection,
-                 coherence: CoherenceSection, sample: SampleSection, seed: int):
+                 coherence: CoherenceSection, sample: SampleSection, seed: int,
+                 work: WorkLike = None):
         super().__init__()
         self._paragraph, self._sentences, self._coherence = paragraph, sentences, coherence
         self._sample, self._seed = sample, seed
+        self._work = work
 
     def _segment(self, models: tuple[shared.Shared, shared.Shared]) -> SegmentStories:
-        return SegmentStories(self._paragraph, self._sentences, self._coherence, models)
+        return SegmentStories(self._paragraph, self._sentences, self._coherence, models, self._work)
 
     def expand(self, stories):
         ledger = Ledger()

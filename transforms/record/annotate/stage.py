@@ -25,6 +25,7 @@ from data_specs import SpecError
 from data_specs.models import AnnotatorSection, CorefSection, PassageSection
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
 from transforms.core.dedup import SIGNATURE
+from transforms.core.memo import MemoizedModel, WorkLike, step_memo
 from transforms.core.models import check_spacy
 from transforms.core.stages import BundleTally, split_sides
 from transforms.record.annotate import STAGE
@@ -45,6 +46,7 @@ from transforms.record.annotate.store import (
     match_stored,
     model_settings,
     settings_key,
+    text_hash,
 )
 from transforms.record.annotation import (
     AnnotatedArticle,
@@ -140,32 +142,39 @@ def annotation_work(article: Article) -> int:
     return sum(map(len, article.paragraphs)) + sum(map(len, article.highlights))
 
 
-def by_work(articles: Iterable[Article]) -> list[Article]:
-    """`articles` by decreasing `annotation_work`, ties by id (deterministic)."""
-    return sorted(articles, key=lambda a: (-annotation_work(a), a.id))
+def _itself(article: Article) -> Article:
+    return article
+
+
+def by_work(articles: Iterable[Any], article_of: Callable[[Any], Article] = _itself) -> list[Any]:
+    """`articles` (or elements whose article is `article_of(element)`) by decreasing
+    `annotation_work`, ties by id (deterministic)."""
+    return sorted(articles, key=lambda e: (-annotation_work(article_of(e)), article_of(e).id))
 
 
 class OrderByWorkFn(beam.DoFn):
-    """Pass articles on in chunks of at most `chunk`, each by decreasing annotation work (a DoFn
-    for the bundle: a chunk is what is held; the last one goes at the bundle's end)."""
+    """Pass articles (or elements holding one: `article_of`) on in chunks of at most `chunk`,
+    each by decreasing annotation work (a DoFn for the bundle: a chunk is what is held; the last
+    one goes at the bundle's end)."""
 
-    def __init__(self, chunk: int = WORK_ORDER_CHUNK):
+    def __init__(self, chunk: int = WORK_ORDER_CHUNK, article_of: Callable[[Any], Article] = _itself):
         self._chunk = chunk
-        self._held: list[Article] = []
+        self._article_of = article_of
+        self._held: list[Any] = []
 
     def start_bundle(self) -> None:
         self._held = []
 
-    def process(self, article: Article) -> Iterator[Article]:
-        self._held.append(article)
+    def process(self, element: Any) -> Iterator[Any]:
+        self._held.append(element)
         if len(self._held) >= self._chunk:
             held, self._held = self._held, []
-            yield from by_work(held)
+            yield from by_work(held, self._article_of)
 
     def finish_bundle(self) -> Iterator[Any]:
         held, self._held = self._held, []
-        for article in by_work(held):
-            yield GlobalWindows.windowed_value(article)
+        for element in by_work(held, self._article_of):
+            yield GlobalWindows.windowed_value(element)
 
 
 class OrderByWork(beam.PTransform):
@@ -176,15 +185,17 @@ class OrderByWork(beam.PTransform):
     grouping by id), so that its keys arrive in pairs of near-equal work and each worker gets
     the same work to within about an article's per chunk, where in arrival order the halves
     differed by a tenth. One step fused with its producer: nothing is moved, and other runners,
-    which split their work in their own way, get the same elements.
+    which split their work in their own way, get the same elements. `article_of` gives the
+    article of an element that is not one (a passage split).
     """
 
-    def __init__(self, chunk: int = WORK_ORDER_CHUNK):
+    def __init__(self, chunk: int = WORK_ORDER_CHUNK, article_of: Callable[[Any], Article] = _itself):
         super().__init__()
         self._chunk = chunk
+        self._article_of = article_of
 
     def expand(self, articles):
-        return articles | "Order" >> beam.ParDo(OrderByWorkFn(self._chunk))
+        return articles | "Order" >> beam.ParDo(OrderByWorkFn(self._chunk, self._article_of))
 
 
 class _Handle:
@@ -197,20 +208,23 @@ class _Handle:
 class AnnotateFn(beam.DoFn):
     """Annotate batches with one annotator per worker process; failed articles become rejects.
 
-    The annotator is acquired on the first batch, so a worker that gets none (every article's
-    annotations were stored) never loads the model. With `articles`, batches hold articles and
-    the results are their stored-form annotations (`annotate_articles`); otherwise splits.
+    The annotator is acquired on the first batch that needs it, so a worker that gets none
+    (every article's annotations were stored) never loads the model. With `articles`, batches
+    hold articles and the results are their stored-form annotations (`annotate_articles`);
+    otherwise splits. With `memo`, batches hold `(item, stored result or None)` pairs and only
+    the items without a stored result are annotated (`transforms.core.memo`).
     """
 
     def __init__(self, annotator: AnnotatorSection, coref: CorefSection, name: str,
                  shared_handle: shared.Shared, passage: Optional[PassageSection] = None,
-                 articles: bool = False):
+                 articles: bool = False, memo: Optional[MemoizedModel] = None):
         self._annotator_section = annotator
         self._coref = coref
         self._name = name
         self._shared = shared_handle
         self._passage = passage
         self._articles = articles
+        self._memo = memo
         self._annotator: Optional[Annotator] = None
         self._tally = BundleTally(STAGE)
 
@@ -221,7 +235,13 @@ class AnnotateFn(beam.DoFn):
         self._tally.start()
 
     def finish_bundle(self) -> Iterator[Any]:
+        if self._memo is not None:
+            self._memo.flush()
         return self._tally.flush()
+
+    def teardown(self) -> None:
+        if self._memo is not None:
+            self._memo.flush()
 
     def _acquire(self) -> Annotator:
         if self._annotator is None:
@@ -239,11 +259,12 @@ class AnnotateFn(beam.DoFn):
             return results
         return annotator.annotate_articles(batch) if self._articles else annotator.annotate(batch)
 
-    def process(self, batch: list) -> Iterator[Any]:
+    def _annotate(self, batch: list) -> list:
+        """One result per item of `batch`, in order: annotations or rejects."""
         annotator = self._acquire()
         article_of = (lambda a: a) if self._articles else (lambda s: s.article)
         try:
-            results = self._run(annotator, batch)
+            return self._run(annotator, batch)
         except Exception:  # one bad text must not sink its batch: retry one by one
             _LOG.exception("annotating a batch failed; retrying article by article")
             results = []
@@ -255,31 +276,77 @@ class AnnotateFn(beam.DoFn):
                 except Exception as error:
                     results.append(Reject(STAGE, "annotation_error", article_of(item).id,
                                           f"{type(error).__name__}: {error}"[:300]))
+            return results
+
+    def process(self, batch: list) -> Iterator[Any]:
+        if self._memo is None:
+            results = self._annotate(batch)
+        else:
+            results = self._memo.results(batch, self._annotate)
         yield from self._tally.route(len(batch), results)
+
+
+def split_key(split: PassageSplit) -> str:
+    """What a split's annotation is kept under in a work folder: its article's id and text hash."""
+    return f"{split.article.id}:{text_hash(split.article)}"
+
+
+def article_key(article: Article) -> str:
+    """What an article's annotations are kept under in a work folder: its id and text hash."""
+    return f"{article.id}:{text_hash(article)}"
+
+
+def annotated_parts(annotated: AnnotatedArticle) -> tuple:
+    """What of an annotated split is kept in a work folder (the split is the element's own)."""
+    return annotated.passage_entities, annotated.sentences
+
+
+def with_split(split: PassageSplit, parts: tuple) -> AnnotatedArticle:
+    """The annotated split again, from the split and its kept `annotated_parts`."""
+    return AnnotatedArticle(split, *parts)
+
+
+def annotation_memo(work: WorkLike, name: str, articles: bool = False) -> Optional[MemoizedModel]:
+    """How backend `name` keeps its results under the work folder `work` (None without one):
+    splits' annotations under `annotate-{name}`, whole articles' under `annotate-articles`."""
+    if articles:
+        memo = step_memo(work, "annotate-articles")
+        return None if memo is None else MemoizedModel(memo, article_key)
+    memo = step_memo(work, f"annotate-{name}")
+    return None if memo is None else MemoizedModel(memo, split_key, annotated_parts, with_split)
 
 
 class AnnotateWithModel(beam.PTransform):
     """Batch passage splits (or, with `articles`, whole articles) and annotate them with a model
-    backend on the workers; `passage` lets the backend skip rests that cannot matter."""
+    backend on the workers; `passage` lets the backend skip rests that cannot matter. With
+    `work` (a work folder), the results are kept there and a rerun annotates only the items
+    whose results are not."""
 
     def __init__(self, annotator: AnnotatorSection, coref: CorefSection, name: str,
-                 passage: Optional[PassageSection] = None, articles: bool = False):
+                 passage: Optional[PassageSection] = None, articles: bool = False,
+                 work: WorkLike = None):
         super().__init__()
         self._annotator = annotator
         self._coref = coref
         self._name = name
         self._passage = passage
         self._articles = articles
+        self._memo = annotation_memo(work, name, articles)
 
     def expand(self, items):
-        section = self._annotator
+        section, memo = self._annotator, self._memo
+        if memo is not None:
+            article_of = _itself if self._articles else (lambda split: split.article)
+            # The join's grouping is the last before the model: balance it as `OrderByWork` says.
+            items = (items | "OrderByWork" >> OrderByWork(article_of=article_of)
+                     | "AttachStored" >> memo.attach())
         results = (
             items
             # Whole articles per model call; spaCy batches their texts again (batch_size).
             | "Batch" >> beam.BatchElements(min_batch_size=section.min_articles_per_call,
                                             max_batch_size=section.max_articles_per_call)
             | "RunModel" >> beam.ParDo(AnnotateFn(section, self._coref, self._name, shared.Shared(),
-                                                  self._passage, self._articles))
+                                                  self._passage, self._articles, memo))
             .with_outputs(REJECTS, TALLIES, main="annotated")
         )
         return results.annotated, results[REJECTS], results[TALLIES]
@@ -289,18 +356,20 @@ class AnnotateArticles(beam.PTransform):
     """Articles to their split-independent annotations (`ArticleAnnotation`), for storing.
 
     Returns `(annotations, rejects, tallies)`; only the spaCy backend stores its annotations.
+    With `work` (a work folder), a rerun annotates only the articles whose results are not there.
     """
 
-    def __init__(self, annotator: AnnotatorSection, coref: CorefSection):
+    def __init__(self, annotator: AnnotatorSection, coref: CorefSection, work: WorkLike = None):
         super().__init__()
         check_cacheable(annotator)
         self._annotator = annotator
         self._coref = coref   # unused by the model pass: chains are made when splits are assembled
+        self._work = work
 
     def expand(self, articles):
         PRECHECKS[self._annotator.name](self._annotator)
         return articles | _camel(self._annotator.name) >> AnnotateWithModel(
-            self._annotator, self._coref, self._annotator.name, articles=True)
+            self._annotator, self._coref, self._annotator.name, articles=True, work=self._work)
 
 
 FRESH = "fresh"
@@ -397,15 +466,18 @@ class AnnotateFromStore(beam.PTransform):
     output) for every article whose text and model settings match; the others go through the
     model. Returns `(annotated, rejects, tallies)`; `reuse` holds the outcome of each split.
     `stored`, the stored rows keyed as `keyed_stored_rows` keys them, when the caller has read
-    them already (with the signatures, in one pass over the shards)."""
+    them already (with the signatures, in one pass over the shards). With `work`, the model's
+    results are kept there as `AnnotateWithModel` keeps them."""
 
     def __init__(self, annotator: AnnotatorSection, coref: CorefSection, path: str,
-                 passage: Optional[PassageSection] = None, stored: Optional[beam.PCollection] = None):
+                 passage: Optional[PassageSection] = None, stored: Optional[beam.PCollection] = None,
+                 work: WorkLike = None):
         super().__init__()
         check_cacheable(annotator)
         self._annotator, self._coref, self._passage = annotator, coref, passage
         self._path = path.rstrip("/")
         self._stored = stored
+        self._work = work
         self.reuse: Optional[beam.PCollection] = None
 
     def expand(self, splits):
@@ -425,7 +497,7 @@ class AnnotateFromStore(beam.PTransform):
                    .with_outputs(FRESH, REUSE, REJECTS, TALLIES, main="annotated"))
         self.reuse = matched[REUSE]
         fresh, fresh_rejects, fresh_tallies = matched[FRESH] | "Model" >> AnnotateWithModel(
-            section, self._coref, section.name, self._passage)
+            section, self._coref, section.name, self._passage, work=self._work)
         return ((matched.annotated, fresh) | "FlattenAnnotated" >> beam.Flatten(),
                 (matched[REJECTS], fresh_rejects) | "FlattenRejects" >> beam.Flatten(),
                 (matched[TALLIES], fresh_tallies) | "FlattenTallies" >> beam.Flatten())
@@ -451,17 +523,21 @@ class Annotate(beam.PTransform):
     With `passage` (the passage filter's section) the spaCy backend skips the rest of articles
     whose passage provably stays under `passage.min_entities`. With `annotations` (a `csdata
     record annotate` output) stored annotations are reused where they match (spaCy only);
-    `reuse` then holds the outcome of each split (`reused`, `not_stored`, ...).
+    `reuse` then holds the outcome of each split (`reused`, `not_stored`, ...). With `work` (a
+    work folder), the model backends keep their results there and a rerun after a kill
+    annotates only the splits whose results are not there (`transforms.core.memo`); backends
+    that read annotation files keep nothing.
     """
 
     def __init__(self, annotator: AnnotatorSection, coref: CorefSection,
                  passage: Optional[PassageSection] = None, annotations: Optional[str] = None,
-                 stored: Optional[beam.PCollection] = None):
+                 stored: Optional[beam.PCollection] = None, work: WorkLike = None):
         super().__init__()
         self._annotator = annotator
         self._coref = coref
         self._passage = passage
         self._annotations = annotations
+        self._work = work
         self._stored = stored   # with `annotations`: the stored rows, read already (AnnotateFromStore)
         if annotations:
             check_cacheable(annotator)
@@ -473,7 +549,7 @@ class Annotate(beam.PTransform):
         if name in ANNOTATORS:
             if name in PRECHECKS:  # fail at start-up, not on the first worker
                 PRECHECKS[name](self._annotator)
-            return AnnotateWithModel(self._annotator, self._coref, name, self._passage)
+            return AnnotateWithModel(self._annotator, self._coref, name, self._passage, work=self._work)
         raise SpecError(f"unknown annotator {name!r}; known: {sorted(set(ANNOTATORS) | set(FILE_BACKENDS))}")
 
     def expand(self, splits):
@@ -482,7 +558,7 @@ class Annotate(beam.PTransform):
         if self._annotations:
             PRECHECKS[default](self._annotator)
             store = AnnotateFromStore(self._annotator, self._coref, self._annotations, self._passage,
-                                      self._stored)
+                                      self._stored, self._work)
             result = splits | f"{_camel(default)}FromStore" >> store
             self.reuse = store.reuse
             return result

@@ -1,0 +1,370 @@
+"""The lease: one live run per output.
+
+While a run lives it holds `lease.json` in the output's root (`pipeline.outputs.paths`): who
+holds it (host, pid, attempt), when it started and its latest heartbeat, renewed by a thread every
+quarter of the timeout (at least every 5 s), with the Flink jobs the run submitted and the job
+servers it started, which a run taking a dead holder's lease over cancels and stops.
+
+- **Local disk**: an exclusive `flock` on the file. The kernel drops it when the holder's process
+  ends in any way (SIGKILL, OOM kill, a crash), so a dead holder never blocks the next run; the
+  file's text only tells a refused run who holds it.
+- **S3**: the lease object is created with a conditional PUT (`If-None-Match: *`), renewed with
+  `If-Match` on the ETag of the holder's last write, and taken over, once the holder is dead,
+  with `If-Match` on the dead holder's ETag: of two runs racing for it, one wins and the other is
+  refused. A holder whose renewal is refused has lost the lease and does not commit.
+- **Other stores** (gs://, ...) through Beam's filesystems, which offer no conditional write: the
+  lease is written, then read back, and refused when another run's holder came out on top. This
+  narrows a race between two runs started within a second of each other but cannot close it.
+
+A holder is dead when its heartbeat is older than its timeout, or at once when it ran on this
+host and its process is gone.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from pipeline.outputs.paths import OutputPaths, read_json
+from transforms.core.errors import UserError
+
+DEFAULT_TIMEOUT = 60.0   # seconds without a heartbeat after which a holder counts as dead
+BEATS_PER_TIMEOUT = 4
+MAX_BEAT_SECONDS = 5.0   # beats at least this often: a job submitted shows in the lease soon
+
+
+class OutputBusy(UserError):
+    """Another live run holds the lease on the output."""
+
+
+@dataclass
+class Holder:
+    """What a lease says of the run holding it."""
+
+    host: str
+    pid: int
+    attempt: str
+    started: str
+    heartbeat: float
+    timeout: float
+    jobs: list[dict[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, data: Optional[dict]) -> Optional[Holder]:
+        try:
+            return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data}) if data else None
+        except TypeError:
+            return None
+
+    def alive(self, now: Optional[float] = None) -> bool:
+        """Whether the holder may still be running (see the module doc)."""
+        if self.host == socket.gethostname() and not pid_alive(self.pid):
+            return False
+        return (now or time.time()) - self.heartbeat <= self.timeout
+
+    def describe(self, now: Optional[float] = None) -> str:
+        age = max(0, round((now or time.time()) - self.heartbeat))
+        return f"pid {self.pid} on {self.host} (attempt {self.attempt}, last heartbeat {age} s ago)"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` of this host runs (a zombie, killed and not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def running_jobs() -> list[dict[str, str]]:
+    """The Flink jobs this process runs now, with the pids of the job servers it started (only
+    a run on a cluster has imported pipeline.flink)."""
+    flink = sys.modules.get("pipeline.flink")
+    if flink is None:
+        return []
+    servers = ",".join(str(pid) for pid in job_servers(os.getpid()))
+    return [{"master": m.master, "job": m.job_id, "servers": servers} for m in list(flink.RUNNING) if m.job_id]
+
+
+def job_servers(parent: int) -> list[int]:
+    """The Beam job server processes (a Java child) of process `parent`."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and _is_job_server(int(entry.name), parent):
+            found.append(int(entry.name))
+    return found
+
+
+def _is_job_server(pid: int, parent: Optional[int] = None) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            command = handle.read()
+    except (OSError, IndexError, ValueError):
+        return False
+    return (parent is None or ppid == parent) and b"job-server" in command
+
+
+class Lease:
+    """Hold the lease on `paths` for `attempt` (see the module doc): `acquire()` before any work,
+    `release()` at the end; `lost` turns true when a renewal was refused."""
+
+    def __init__(self, paths: OutputPaths, attempt: str, timeout: float = DEFAULT_TIMEOUT):
+        self.paths, self.attempt, self.timeout = paths, attempt, timeout
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._holder = Holder(socket.gethostname(), os.getpid(), attempt,
+                              datetime.now(timezone.utc).isoformat(timespec="seconds"), time.time(), timeout)
+
+    def _body(self) -> bytes:
+        self._holder.heartbeat, self._holder.jobs = time.time(), running_jobs()
+        return json.dumps(asdict(self._holder), sort_keys=True).encode("utf-8") + b"\n"
+
+    def acquire(self) -> Optional[Holder]:
+        """Take the lease; returns the dead holder it took over, if any. Raises `OutputBusy`, in
+        one line naming the holder, when a live run holds it."""
+        dead = self._take()
+        self._thread = threading.Thread(target=self._beat, name="csdata-lease", daemon=True)
+        self._thread.start()
+        return dead
+
+    def release(self, remove_root: bool = False) -> None:
+        """End the heartbeat and give the lease up; `remove_root` also removes the output's root
+        when it holds nothing else (a first run into a new output that failed: nothing stays)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._give_up(remove_root)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(min(max(self.timeout / BEATS_PER_TIMEOUT, 0.5), MAX_BEAT_SECONDS)):
+            try:
+                self._renew()
+            except Exception:  # noqa: BLE001 - a store away for a while: the next beat retries
+                continue
+            if self.lost:
+                return
+
+    def busy(self, holder: Optional[Holder]) -> OutputBusy:
+        who = holder.describe() if holder else "another run (its lease cannot be read)"
+        return OutputBusy(f"--output {self.paths.output} is in use by {who}; wait for it to end, "
+                          f"or stop it (a holder that stops renewing is taken over after "
+                          f"{self.timeout:g} s)")
+
+    def _take(self) -> Optional[Holder]:
+        raise NotImplementedError
+
+    def _renew(self) -> None:
+        raise NotImplementedError
+
+    def _give_up(self, remove_root: bool = False) -> None:
+        raise NotImplementedError
+
+
+class LocalLease(Lease):
+    """An exclusive `flock` on the lease file, held by an open descriptor for the run's life."""
+
+    _fd: Optional[int] = None
+
+    def _take(self) -> Optional[Holder]:
+        for _ in range(10):
+            os.makedirs(self.paths.root, exist_ok=True)
+            fd = os.open(self.paths.lease, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise self.busy(Holder.parse(read_json(self.paths.lease))) from None
+            if _same_file(fd, self.paths.lease):
+                break
+            os.close(fd)   # removed by a run that gave up an empty root meanwhile: take the new one
+        else:
+            raise self.busy(None)
+        self._fd = fd
+        before = Holder.parse(read_json(self.paths.lease))
+        self._renew()
+        return before
+
+    def _renew(self) -> None:
+        if self._fd is not None:
+            body = self._body()
+            # In place: the lock belongs to this file, which a rename would replace.
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, body, 0)
+
+    def _give_up(self, remove_root: bool = False) -> None:
+        if self._fd is None:
+            return
+        os.ftruncate(self._fd, 0)
+        if remove_root:   # while the lock is held: a run that locks the removed file sees it went
+            with contextlib.suppress(OSError):
+                os.unlink(self.paths.lease)
+                os.rmdir(self.paths.attempts)
+            with contextlib.suppress(OSError):
+                os.rmdir(self.paths.root)
+        os.close(self._fd)   # drops the lock
+        self._fd = None
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """Whether descriptor `fd` is still the file at `path`."""
+    try:
+        named, held = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+class S3Lease(Lease):
+    """The lease object, written with S3's conditional PUTs (boto3, configured as Beam's S3
+    filesystem is, from the command line's `--s3_*` options)."""
+
+    def __init__(self, paths: OutputPaths, attempt: str, timeout: float, options: Any):
+        super().__init__(paths, attempt, timeout)
+        from apache_beam.io.aws.clients.s3 import boto3_client
+
+        self._client = boto3_client.Client(options=options).client
+        self._bucket, _, self._key = paths.lease[len("s3://"):].partition("/")
+        self._etag: Optional[str] = None
+
+    def _put(self, **condition: str) -> str:
+        return self._client.put_object(Bucket=self._bucket, Key=self._key, Body=self._body(),
+                                       ContentType="application/json", **condition)["ETag"]
+
+    def _get(self) -> tuple[Optional[Holder], Optional[str]]:
+        try:
+            answer = self._client.get_object(Bucket=self._bucket, Key=self._key)
+        except self._client.exceptions.NoSuchKey:
+            return None, None
+        try:
+            data = json.loads(answer["Body"].read().decode("utf-8"))
+        except ValueError:
+            data = None
+        return Holder.parse(data if isinstance(data, dict) else None), answer["ETag"]
+
+    def _take(self) -> Optional[Holder]:
+        try:
+            self._etag = self._put(IfNoneMatch="*")
+            return None
+        except Exception as error:
+            if not refused(error):
+                raise
+        holder, etag = self._get()
+        if etag is None:   # released in between: try once more from the start
+            self._etag = self._put(IfNoneMatch="*")
+            return None
+        if holder is not None and holder.alive():
+            raise self.busy(holder)
+        try:
+            self._etag = self._put(IfMatch=etag)
+        except Exception as error:
+            if refused(error):   # another run took it over first
+                raise self.busy(self._get()[0]) from None
+            raise
+        return holder
+
+    def _renew(self) -> None:
+        try:
+            self._etag = self._put(IfMatch=self._etag or "")
+        except Exception as error:
+            if refused(error):
+                self.lost = True
+                return
+            raise
+
+    def _give_up(self, remove_root: bool = False) -> None:
+        if self.lost:
+            return
+        holder, _ = self._get()
+        if holder is not None and holder.attempt == self.attempt:
+            self._client.delete_object(Bucket=self._bucket, Key=self._key)
+
+
+def refused(error: BaseException) -> bool:
+    """Whether a store refused a conditional write (the condition did not hold)."""
+    response = getattr(error, "response", None) or {}
+    code = str(response.get("Error", {}).get("Code", ""))
+    return code in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
+
+
+class StoreLease(Lease):
+    """The lease on a store without conditional writes: write, read back, compare."""
+
+    def _take(self) -> Optional[Holder]:
+        holder = Holder.parse(read_json(self.paths.lease))
+        if holder is not None and holder.alive():
+            raise self.busy(holder)
+        self._renew()
+        time.sleep(1.0)   # a racing run's write lands now, and one of the two reads the other's
+        now = Holder.parse(read_json(self.paths.lease))
+        if now is None or now.attempt != self.attempt:
+            raise self.busy(now)
+        return holder
+
+    def _renew(self) -> None:
+        from apache_beam.io.filesystems import FileSystems
+
+        current = Holder.parse(read_json(self.paths.lease))
+        if current is not None and current.attempt != self.attempt and self._thread is not None:
+            self.lost = True
+            return
+        with FileSystems.create(self.paths.lease, mime_type="application/json") as handle:
+            handle.write(self._body())
+
+    def _give_up(self, remove_root: bool = False) -> None:
+        from apache_beam.io.filesystems import FileSystems
+
+        holder = Holder.parse(read_json(self.paths.lease))
+        if holder is not None and holder.attempt == self.attempt:
+            FileSystems.delete([self.paths.lease])
+
+
+def make_lease(paths: OutputPaths, attempt: str, timeout: float = DEFAULT_TIMEOUT,
+               options: Any = None) -> Lease:
+    """The lease kind for where `paths` live."""
+    if not paths.remote:
+        return LocalLease(paths, attempt, timeout)
+    if paths.output.startswith("s3://"):
+        return S3Lease(paths, attempt, timeout, options)
+    return StoreLease(paths, attempt, timeout)
+
+
+def cancel_jobs(holder: Holder) -> list[str]:
+    """Cancel the Flink jobs a dead holder left running (its driver died with them submitted)
+    and stop the job servers it left on this host; returns the ids of the jobs cancelled. A
+    cluster that cannot be reached is left alone: the job ends on its own."""
+    if not holder.jobs:
+        return []
+    from pipeline.flink import TERMINAL_STATES, cancel_job, rest_get
+
+    cancelled = []
+    for job in holder.jobs:
+        if holder.host == socket.gethostname():
+            for pid in filter(None, job.get("servers", "").split(",")):
+                if _is_job_server(int(pid)):   # not a process that got the pid since
+                    with contextlib.suppress(OSError):
+                        os.kill(int(pid), signal.SIGKILL)
+        try:
+            if rest_get(job["master"], f"/jobs/{job['job']}").get("state") not in TERMINAL_STATES:
+                cancel_job(job["master"], job["job"])
+                cancelled.append(job["job"])
+        except (OSError, ValueError, KeyError):
+            continue
+    return cancelled

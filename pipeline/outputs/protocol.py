@@ -1,0 +1,306 @@
+"""The output protocol every command that writes an output follows, on a local disk and on an
+object store alike (where things live: `pipeline.outputs.paths`; the lease:
+`pipeline.outputs.lease`).
+
+1. **Lease.** The run takes the output's lease before any work; a live holder makes it stop in
+   one line (exit 2). A dead holder's Flink jobs are cancelled.
+2. **Attempt.** The run writes into a fresh attempt folder, `runs/<UTC time>-<random>`, that no
+   reader looks at. Attempts left by dead runs are removed now (the lease says none is live).
+3. **Commit.** Once the run finished and its accounting holds, its attempt gets `csdata-run.json`
+   (what ran, and its files), then the commit points at the attempt: locally the output path, a
+   symbolic link, is replaced in one rename; on an object store `csdata-run.json` at the output
+   is written in one PUT. A reader sees the old run or the new one, never a mixture.
+4. **Cleanup.** The attempt the commit replaced stays until the next commit (a reader may be in
+   the middle of it); older attempts and the resumable work go. A failed or interrupted run
+   removes its attempt and keeps the work (`pipeline.outputs.resume`) for the next run.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from pipeline.outputs.lease import DEFAULT_TIMEOUT, Lease, OutputBusy, cancel_jobs, make_lease
+from pipeline.outputs.paths import (
+    ATTEMPTS,
+    RUN_MARKER,
+    OutputPaths,
+    files_under,
+    join,
+    new_attempt_name,
+    read_json,
+    remove_tree,
+    subfolders,
+    upload,
+    write_json,
+)
+from transforms.core.errors import StorageError, UserError
+
+LEGACY = ("summary.json",)   # a local run written by a library call, with no protocol around it
+
+
+@dataclass
+class Run:
+    """One run writing one output: its attempt, the folder its command writes (the attempt, or
+    a local temporary folder for a plain command on an object store) and its lease."""
+
+    paths: OutputPaths
+    name: str
+    folder: str
+    lease: Lease
+    keep: bool = False                 # leave the attempt for inspection (a stage lost records)
+    work: Optional[str] = None         # its resumable work (`pipeline.outputs.resume`)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def attempt(self) -> str:
+        return self.paths.attempt(self.name)
+
+
+ACTIVE: list[Run] = []   # this process's runs in progress (for the signal handlers)
+
+
+def committed_name(paths: OutputPaths) -> Optional[str]:
+    """The attempt the output's commit names, None when there is none (or a local output is a
+    plain directory)."""
+    if paths.remote:
+        record = read_json(paths.commit)
+        run = (record or {}).get("run")
+        return run.rsplit("/", 1)[-1] if isinstance(run, str) and run.startswith(f"{ATTEMPTS}/") else None
+    link = Path(paths.commit)
+    if not link.is_symlink():
+        return None
+    target = Path(os.readlink(link))
+    return target.name if target.parent.name == ATTEMPTS else None
+
+
+def is_finished(folder: str) -> bool:
+    """Whether a folder holds a finished run (its marker, or a library call's summary)."""
+    if "://" in folder:
+        return read_json(join(folder, RUN_MARKER)) is not None
+    return any(os.path.isfile(os.path.join(folder, name)) for name in (RUN_MARKER, *LEGACY))
+
+
+def resolve_run(path: str, what: str = "") -> str:
+    """The folder of the finished run at `path`: locally the attempt its link points at (so a
+    long read stays on one run while newer ones commit), on an object store the attempt its
+    commit names, or `path` itself for a copied run; a one-line UserError when there is none."""
+    from transforms.core.runs import describe_storage_error
+
+    if "://" not in path:
+        if not os.path.isdir(path):
+            raise UserError(f"{what}{path}: no such directory")
+        real = os.path.realpath(path)
+        if not is_finished(real):
+            raise UserError(f"{what}{path} is not the output of a finished csdata run (no {RUN_MARKER})")
+        return real
+    try:
+        name = committed_name(OutputPaths(path))
+        found = OutputPaths(path).attempt(name) if name else (path.rstrip("/") if is_finished(path) else None)
+    except Exception as error:   # Beam wraps every store error: report what the store said
+        raise UserError(f"{what}{path}: {describe_storage_error(error)}") from None
+    if found is None:
+        raise UserError(f"{what}{path} is not the output of a finished csdata run "
+                        f"(no {RUN_MARKER}: a run that failed or is still running)")
+    return found
+
+
+def check_output(output: str) -> None:
+    """A local `--output` must be new, empty, a csdata output or a finished run; a remote one
+    must be writable (a probe object, so that a wrong bucket or key fails before any work)."""
+    if "://" in output:
+        probe_writable(OutputPaths(output))
+        return
+    path = Path(output)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"--output {output} is a file, not a directory")
+    if path.is_dir() and not path.is_symlink() and any(path.iterdir()) and not is_finished(output):
+        raise UserError(f"--output {output} is a non-empty directory that is not a csdata run; "
+                        "choose a new or empty directory")
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    try:   # a probe beside the output: permissions, read-only file systems, root or not
+        tempfile.TemporaryDirectory(dir=parent, prefix=".csdata-probe-").cleanup()
+    except OSError:
+        raise UserError(f"--output {output}: cannot write there") from None
+
+
+def probe_writable(paths: OutputPaths) -> None:
+    """Write and delete one small object in the output's root."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from transforms.core.runs import describe_storage_error
+
+    probe = join(paths.root, f".csdata-probe-{new_attempt_name()}")
+    try:
+        with FileSystems.create(probe) as handle:
+            handle.write(b"csdata")
+        FileSystems.delete([probe])
+    except Exception as error:
+        raise UserError(f"--output {paths.output}: cannot write there ({describe_storage_error(error)})") from None
+
+
+@contextlib.contextmanager
+def begin(output: str, local_staging: bool = False, timeout: float = DEFAULT_TIMEOUT,
+          options: Any = None) -> Iterator[Run]:
+    """Take the lease, remove dead attempts, and yield the new `Run`. On any exception (Ctrl-C
+    and SIGTERM included) the attempt is removed, unless `keep` was set; the lease is released
+    either way. `local_staging`: the command writes local files, uploaded at commit (a plain
+    command with a remote output)."""
+    paths = OutputPaths(output)
+    name = new_attempt_name()
+    lease = make_lease(paths, name, timeout, options)
+    dead = lease.acquire()
+    run = Run(paths, name, paths.attempt(name), lease)
+    ACTIVE.append(run)
+    failed = False
+    try:
+        if dead is not None:
+            run.notes.extend(f"Flink job {job} of a dead run into this output cancelled"
+                             for job in cancel_jobs(dead))
+        remove_attempts(paths, keep={committed_name(paths)})
+        if local_staging and paths.remote:
+            run.folder = tempfile.mkdtemp(prefix="csdata-staging-")
+        elif not paths.remote:
+            os.makedirs(run.folder)
+        yield run
+    except BaseException:
+        failed = True
+        if not run.keep:
+            discard(run)
+        raise
+    finally:
+        if run.folder != run.attempt:
+            shutil.rmtree(run.folder, ignore_errors=True)
+        lease.release(remove_root=failed and _empty_root(paths))
+        ACTIVE.remove(run)
+
+
+def write_marker(folder: str, info: dict) -> None:
+    """Mark a folder written outside the protocol (`reproduce`'s) as a finished run."""
+    write_json(join(folder, RUN_MARKER), info)
+
+
+def _empty_root(paths: OutputPaths) -> bool:
+    """Whether a local output's root holds no run, no attempt and no work (only its lease)."""
+    if paths.remote or os.path.lexists(paths.commit):
+        return False
+    return not subfolders(paths.attempts) and not os.path.isdir(paths.work)
+
+
+def discard(run: Run) -> None:
+    """Remove what `run` wrote (its attempt; a local staging folder). The store may be what
+    failed: then what is left goes with the next run into the output."""
+    with contextlib.suppress(Exception):
+        remove_tree(run.attempt)
+    if run.folder != run.attempt:
+        shutil.rmtree(run.folder, ignore_errors=True)
+
+
+def discard_active() -> None:
+    """`discard` every run in progress and drop its lease (a signal handler calls this)."""
+    for run in list(ACTIVE):
+        if not run.keep:
+            discard(run)
+        with contextlib.suppress(Exception):
+            run.lease.release()
+
+
+def remove_attempts(paths: OutputPaths, keep: set[Optional[str]]) -> list[str]:
+    """Remove the attempt folders of `paths` except those named in `keep`; returns their paths.
+    Call only while holding the lease: then no other attempt is live."""
+    gone = [paths.attempt(name) for name in subfolders(paths.attempts) if name not in keep]
+    for folder in gone:
+        remove_tree(folder)
+    return gone
+
+
+def commit(run: Run, info: dict) -> None:
+    """Make `run`'s attempt the output (see the module doc). A run that lost its lease (its
+    heartbeats failed for longer than the timeout, and another run took over) does not commit."""
+    paths = run.paths
+    if run.lease.lost:
+        raise StorageError(f"lost the lease on {paths.output} to another run; this run's output "
+                           f"is not committed")
+    if run.folder != run.attempt:   # a plain command's local files go up first
+        upload(run.folder, run.attempt)
+    replaced = committed_name(paths)
+    record = {**info, "run": f"{ATTEMPTS}/{run.name}",
+              "files": [f for f in files_under(run.attempt) if f != RUN_MARKER],
+              "replaces": f"{ATTEMPTS}/{replaced}" if replaced else None}
+    write_json(join(run.attempt, RUN_MARKER), record)
+    if paths.remote:
+        write_json(paths.commit, record)
+    else:
+        replaced = _swap_link(paths, run.name) or replaced
+    remove_attempts(paths, keep={run.name, replaced})
+    remove_tree(paths.work)
+
+
+def _swap_link(paths: OutputPaths, name: str) -> Optional[str]:
+    """Point the local output at attempt `name` in one rename; an output that is a plain
+    directory (a run of an older csdata, or an empty folder) moves into the attempts first.
+    Returns the name the moved directory got, if any."""
+    output = Path(paths.commit)
+    moved = None
+    if output.is_dir() and not output.is_symlink():
+        if any(output.iterdir()):
+            moved = f"{new_attempt_name()}-moved"
+            output.rename(Path(paths.attempts) / moved)
+        else:
+            output.rmdir()
+    target = os.path.relpath(paths.attempt(name), output.parent)
+    temp = output.with_name(f".{output.name}.{name}.link")
+    temp.unlink(missing_ok=True)
+    os.symlink(target, temp)
+    # No interrupt between the link and its rename: the output is the old run or the new one.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        os.replace(temp, output)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    return moved
+
+
+def clean(output: str, timeout: float = DEFAULT_TIMEOUT, options: Any = None) -> list[str]:
+    """`csdata clean OUTPUT`: remove what no live run holds (dead attempts, the attempt the last
+    commit replaced, resumable work, and the staging folders older csdata versions left beside a
+    local output); returns what was removed. The committed run is never touched; with a live
+    run in progress, its attempt and work stay too."""
+    paths = OutputPaths(output)
+    if not paths.remote and not Path(paths.root).exists() and not _legacy_leftovers(paths):
+        return []
+    lease = make_lease(paths, new_attempt_name(), timeout, options)
+    try:
+        lease.acquire()
+    except OutputBusy:
+        from pipeline.outputs.lease import Holder
+
+        holder = Holder.parse(read_json(paths.lease))
+        live = holder.attempt if holder else None
+        return remove_attempts(paths, keep={committed_name(paths), live})
+    try:
+        gone = remove_attempts(paths, keep={committed_name(paths)})
+        if subfolders(paths.work):
+            remove_tree(paths.work)
+            gone.append(paths.work)
+        for leftover in _legacy_leftovers(paths):
+            shutil.rmtree(leftover, ignore_errors=True)
+            gone.append(leftover)
+        return gone
+    finally:
+        lease.release()
+
+
+def _legacy_leftovers(paths: OutputPaths) -> list[str]:
+    if paths.remote:
+        return []
+    output = Path(paths.output).absolute()
+    return [str(p) for p in (output.with_name(f".{output.name}.csdata-staging"),
+                             output.with_name(f".{output.name}.csdata-previous")) if p.is_dir()]

@@ -1,0 +1,32 @@
+"""`transforms.core.memo` on the real S3 server: a piece is one object (no temporary object, no
+copy), counted from its name, and read back and joined inside a pipeline."""
+from __future__ import annotations
+
+import apache_beam as beam
+import pytest
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing import test_pipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from tests.s3.store import BUCKET, S3_ARGS, keys
+from transforms.core.memo import AttachStored, Memo, PieceWriter, count_stored
+
+pytestmark = pytest.mark.s3
+
+
+def test_pieces_on_s3_are_single_objects_read_back_by_a_pipeline(s3, prefix):
+    FileSystems.set_options(PipelineOptions(S3_ARGS))
+    work = f"s3://{BUCKET}/{prefix}/work"
+    writer = PieceWriter(Memo(f"{work}/step", piece_size=2))
+    for key in ("a", "b", "c"):
+        writer.add(key, key.upper())
+    writer.flush()
+    names = [k.rsplit("/", 1)[-1] for k in keys(s3, f"{prefix}/")]
+    assert sorted(n.rsplit("-", 1)[-1] for n in names) == ["1.pieces", "2.pieces"]   # nothing else
+    assert count_stored(work) == (2, 3)
+    pipeline = test_pipeline.TestPipeline(runner="apache_beam.runners.portability.fn_api_runner.FnApiRunner",
+                                          options=PipelineOptions(S3_ARGS))
+    paired = pipeline | beam.Create(["a", "c", "d"]) | AttachStored(Memo(f"{work}/step"), key_of=str)
+    assert_that(paired, equal_to([("a", "A"), ("c", "C"), ("d", None)]))
+    pipeline.run().wait_until_finish()
