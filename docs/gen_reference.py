@@ -111,7 +111,7 @@ def _command_section(path: list[str], help_text: str, parser: argparse.ArgumentP
 
 def cli_page() -> str:
     """The `csdata` command line, command by command."""
-    from pipeline.cli import build_parser
+    from pipeline.cli.main import build_parser
 
     parser = build_parser()
     description = (parser.description or "").strip().splitlines()

@@ -35,14 +35,14 @@ sys.path.insert(0, ROOT)
 
 from bench_common import Goal, GoalCheck, add_check_option, conclude, n_rounds, note_fallback  # noqa: E402
 
-from pipeline.cli import quiet_beam_import_warning  # noqa: E402
+from pipeline.cli.main import quiet_beam_import_warning  # noqa: E402
 
 quiet_beam_import_warning()
 
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import CosmosSpec, load_dataset_spec  # noqa: E402
-from pipeline.cosmos_beam import run_paragraphs  # noqa: E402
+from pipeline.graphs.cosmos import run_paragraphs  # noqa: E402
 from transforms.core.files import expand_local_inputs  # noqa: E402
 from transforms.cosmos.paragraphs import filter_story, kept_order, load_sentencizer, sentences_of  # noqa: E402
 from transforms.cosmos.read import Story, iter_raw_records, parse_raw_record  # noqa: E402

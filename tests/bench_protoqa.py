@@ -45,7 +45,7 @@ SAMPLES = ROOT.parent / "shared" / "samples" / "protoqa"
 SPEEDUP_GOAL = 100.0   # the whole command against the official evaluator
 HELP_GOAL = 0.5        # seconds, `csdata --help`
 SCRIPT = Path(sys.executable).with_name("csdata")   # the installed console script, if any
-CSDATA = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "pipeline.cli"]
+CSDATA = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "pipeline.cli.main"]
 
 CHILD = r"""
 import json, sys, time

@@ -33,8 +33,8 @@ the machine filter per reader.
    with no Beam and no pipeline), and the pipeline's speed-up over the baseline's is shown round
    by round (1.00: the pipeline gains from a second worker what the model alone gains). The
    workers run with the fixed glibc mmap threshold that `run_pipeline` gives them
-   (`pipeline.runner.bound_worker_heap`; a `MALLOC_MMAP_THRESHOLD_` set before the run is kept
-   instead) and send data messages of 1 MiB (`pipeline.worker`).
+   (`pipeline.engine.runner.bound_worker_heap`; a `MALLOC_MMAP_THRESHOLD_` set before the run is kept
+   instead) and send data messages of 1 MiB (`pipeline.engine.worker`).
 3. *Machine filter*: `csdata record filter` (5 folds: train per fold, predict, write) on the
    generated triples with each reader; the cross-encoder with few training steps
    (`--cross-steps`), since CPU fine-tuning at the spec's 400 steps per fold takes hours.
@@ -83,14 +83,14 @@ sys.path.insert(0, ROOT)
 
 from bench_common import Goal, GoalCheck, add_check_option, conclude, n_rounds, note_fallback  # noqa: E402
 
-from pipeline.cli import quiet_beam_import_warning  # noqa: E402
+from pipeline.cli.main import quiet_beam_import_warning  # noqa: E402
 
 quiet_beam_import_warning()
 
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import RecordSpec, load_spec  # noqa: E402
-from pipeline.record_beam import run_filter, run_record  # noqa: E402
+from pipeline.graphs.record import run_filter, run_record  # noqa: E402
 from transforms.core.files import expand_local_inputs  # noqa: E402
 from transforms.core.io import read_summary, read_table  # noqa: E402
 from transforms.record.annotate.sentences import corenlp_sentences  # noqa: E402
@@ -388,7 +388,7 @@ def run_measured(command: list[str], log_path: str, poll: float = 0.2,
 def generate_command(input_dir: str, output: str, workers: int, extra: Sequence[str] = ()) -> list[str]:
     """`csdata record generate` on `input_dir`, near duplicates off; `workers` 0 = in process;
     `extra`: more arguments (an `--arm`'s)."""
-    command = [sys.executable, "-m", "pipeline.cli", "record", "generate", "--input", input_dir,
+    command = [sys.executable, "-m", "pipeline.cli.main", "record", "generate", "--input", input_dir,
                "--output", output, "--set", NEAR_OFF, "--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
     if workers:
         command += ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]

@@ -30,14 +30,14 @@ sys.path.insert(0, ROOT)
 from bench_common import Goal, GoalCheck, add_check_option, conclude, n_rounds  # noqa: E402
 from bench_record import default_inputs  # noqa: E402
 
-from pipeline.cli import quiet_beam_import_warning  # noqa: E402
+from pipeline.cli.main import quiet_beam_import_warning  # noqa: E402
 
 quiet_beam_import_warning()
 
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import RecordSpec, load_spec  # noqa: E402
-from pipeline.record_beam import run_annotate, run_record  # noqa: E402
+from pipeline.graphs.record import run_annotate, run_record  # noqa: E402
 from transforms.core.io import read_summary, read_table  # noqa: E402
 
 VARIANT = ["passage.min_tokens=120", "query.ngram=4"]

@@ -7,7 +7,7 @@ docs/benchmarks.md), N x holds N times as many copies, each with new ids and a f
 words changed (so duplicate removal keeps them). For each scale (`--scales`) and
 runner (`--runners`: `local` = `--direct_running_mode=multi_processing --direct_num_workers=2`,
 `flink` = the cluster of services/flink, 2 TaskManagers x 2 slots), the three commands run one
-after another as subprocesses (`python -m pipeline.cli ...`; `record filter` with the lexical
+after another as subprocesses (`python -m pipeline.cli.main ...`; `record filter` with the lexical
 reader on that runner's `record generate` output). Each run reports:
 
 * wall: the command from start to exit (interpreter start and imports included);
@@ -59,7 +59,7 @@ from bench_flink import FLINK_SH, MASTER, cluster_cpu, cluster_up  # noqa: E402
 from bench_record import _cmdline, _processes, _tree  # noqa: E402
 from scale_corpus import BASE_ARTICLES, BASE_BLOGS, SEED, ScaledCorpus, build_corpus  # noqa: E402
 
-from pipeline.flink import rest_get  # noqa: E402
+from pipeline.engine.flink import rest_get  # noqa: E402
 from transforms.core.cache import cache_dir  # noqa: E402
 
 RUNNERS = ("local", "flink")
@@ -209,7 +209,7 @@ def run_measured(command: list[str], log_path: Path,
 
 
 def command_line(command: str, inputs: dict[str, Any], output: Path, runner: str, workers: int) -> list[str]:
-    """`python -m pipeline.cli COMMAND ...` on `inputs` (the corpus, and generate's output)."""
+    """`python -m pipeline.cli.main COMMAND ...` on `inputs` (the corpus, and generate's output)."""
     if command == "record generate":
         args = [a for p in inputs["corpus"].stories for a in ("--input", str(p))]
         args += [a for p in inputs["corpus"].url_lists for a in ("--url-list", str(p))]
@@ -219,7 +219,7 @@ def command_line(command: str, inputs: dict[str, Any], output: Path, runner: str
         args = ["--input", str(inputs["corpus"].blogs)]
     beam = (["--runner=FlinkRunner", f"--flink_master={MASTER}"] if runner == "flink" else
             ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"])
-    return [sys.executable, "-m", "pipeline.cli", *command.split(), *args, "--output", str(output), *beam]
+    return [sys.executable, "-m", "pipeline.cli.main", *command.split(), *args, "--output", str(output), *beam]
 
 
 def table_rows(folder: Path) -> int:

@@ -121,7 +121,7 @@ URL_LISTS = [str(p) for p in sorted((DATA / "url_lists").glob("*.txt"))]
 
 def generate(output: Path, *beam_args: str) -> int:
     """`csdata record generate` on the sample corpus with its URL lists."""
-    from pipeline.cli import main
+    from pipeline.cli.main import main
 
     argv = ["record", "generate", "--output", str(output)]
     for path in INPUTS:

@@ -30,7 +30,7 @@ PAPER_TRAINING = 616_000       # triples a fold: 4/5 of 770k
 
 def csdata(*argv: str) -> list[str]:
     """The command line of `csdata argv` with this interpreter."""
-    return [sys.executable, "-m", "pipeline.cli", *argv]
+    return [sys.executable, "-m", "pipeline.cli.main", *argv]
 
 
 def run_measured(argv: list[str]) -> tuple[float, float]:

@@ -24,14 +24,14 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pipeline.cli import quiet_beam_import_warning  # noqa: E402
+from pipeline.cli.main import quiet_beam_import_warning  # noqa: E402
 
 quiet_beam_import_warning()
 
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import load_spec  # noqa: E402
-from pipeline.record_beam import run_record  # noqa: E402
+from pipeline.graphs.record import run_record  # noqa: E402
 from transforms.core.io import read_table  # noqa: E402
 from transforms.record.article import HIGHLIGHT_SEP  # noqa: E402
 from transforms.record.diff import compare, original_sentences, published_examples  # noqa: E402

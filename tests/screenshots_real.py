@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.cli import main  # noqa: E402
+from pipeline.cli.main import main  # noqa: E402
 
 SHOTS = ROOT / "docs" / "screenshots"
 WIDTH = 1100

@@ -90,7 +90,7 @@ def resolve_run(path: str, what: str = "") -> str:
     """The folder of the finished run at `path`: locally the attempt its link points at (so a
     long read stays on one run while newer ones commit), on an object store the attempt its
     commit names, or `path` itself for a copied run; a one-line UserError when there is none."""
-    from transforms.core.runs import describe_storage_error
+    from pipeline.engine.stores import describe_storage_error
 
     if "://" not in path:
         if not os.path.isdir(path):
@@ -135,7 +135,7 @@ def probe_writable(paths: OutputPaths) -> None:
     """Write and delete one small object in the output's root."""
     from apache_beam.io.filesystems import FileSystems
 
-    from transforms.core.runs import describe_storage_error
+    from pipeline.engine.stores import describe_storage_error
 
     probe = join(paths.root, f".csdata-probe-{new_attempt_name()}")
     try:

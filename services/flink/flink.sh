@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real Flink session cluster on loopback for csdata's tests and users, and csdata's fallback
-# Beam job server (used where Beam cannot download its own: pipeline/flink.py), both fetched from
+# Beam job server (used where Beam cannot download its own: pipeline/engine/flink.py), both fetched from
 # package registries once and cached (driven by `make flink-*`).
 #
 #   flink.sh fetch   Flink's distribution (PyPI wheels, unpacked) and the job server class path

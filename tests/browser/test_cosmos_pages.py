@@ -13,8 +13,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from data_specs import load_spec
-from pipeline import cosmos
-from pipeline.cli import main
+from pipeline.cli import cosmos
+from pipeline.cli.main import main
 from tests.browser.conftest import console_errors, whole_page
 from tests.crowd_files import (
     label_studio_annotation,

@@ -11,7 +11,7 @@ from pathlib import Path
 from selenium.webdriver.common.by import By
 
 from data_specs import load_spec
-from pipeline.protoqa import run_hits_export, run_hits_import
+from pipeline.cli.protoqa import run_hits_export, run_hits_import
 from tests.browser.conftest import console_errors
 from tests.crowd_files import (
     label_studio_annotation,

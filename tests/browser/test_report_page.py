@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from selenium.webdriver.common.by import By
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.browser.conftest import PHONE, console_errors
 from tests.core.conftest import protoqa_record
 from tests.core.test_report_reference import OFFICIAL

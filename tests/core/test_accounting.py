@@ -49,8 +49,8 @@ def test_summary_units_column_keeps_the_first_columns_in_place():
 
 
 def test_every_pipeline_stage_has_a_unit():
-    from pipeline.cosmos_beam import STAGE_ORDER
-    from pipeline.record_beam import STAGES
+    from pipeline.graphs.cosmos import STAGE_ORDER
+    from pipeline.graphs.record import STAGES
     from transforms.core.accounting import STAGE_UNITS
     from transforms.cosmos.crowd import QUESTION_STAGE, VALIDATION_STAGE
     from transforms.protoqa.cluster_prep import PREP_STAGES

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.cosmos.crowd_sets import write_paragraphs
 from tests.record.test_release import P1, TEXT, hand_run
 from transforms.protoqa.sheets import build_record

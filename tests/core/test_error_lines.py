@@ -17,9 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 import data_specs
 from data_specs import SpecError, load_raw_spec, load_spec, load_yaml
-from pipeline.cli import EXIT_JOB_FAILED, EXIT_USER_ERROR, _fail
+from pipeline.cli.main import EXIT_JOB_FAILED, EXIT_USER_ERROR, _fail
+from pipeline.engine import stores as runs
 from tests.conftest import DATA, ROOT
-from transforms.core import runs
 from transforms.core.errors import UserError
 
 HANG_GUARD = 120   # seconds: far above the second the command needs; it only stops a hang
@@ -38,7 +38,7 @@ def huge_value() -> list:
 
 
 def csdata(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "pipeline.cli.main", *argv], cwd=ROOT, capture_output=True,
                           text=True, timeout=HANG_GUARD)
 
 

@@ -1,6 +1,6 @@
 """ReadRawRecords: patterns matched inside the pipeline, one element per file, folders read as
 `DIR/**` with the dataset's file rule, big line files read in byte ranges with the line numbers
-of a whole read; the before-the-run check of `--input` (pipeline.runner.check_inputs)."""
+of a whole read; the before-the-run check of `--input` (pipeline.engine.runner.check_inputs)."""
 from __future__ import annotations
 
 import io
@@ -13,7 +13,7 @@ from apache_beam.io.filesystem import BeamIOError, FileMetadata, MatchResult
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.runner import check_inputs
+from pipeline.engine.runner import check_inputs
 from tests.conftest import beam_test_pipeline
 from transforms.core import files
 from transforms.core.errors import UserError

@@ -1,4 +1,4 @@
-"""csdata's FlinkRunner defaults and the reading of a job's REST reports (`pipeline.flink`),
+"""csdata's FlinkRunner defaults and the reading of a job's REST reports (`pipeline.engine.flink`),
 without a cluster: the end-to-end runs on a real one are in tests/flink."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from pipeline.flink import (
+from pipeline.engine.flink import (
     cluster_args,
     decode_varint,
     job_server_jar,
@@ -74,7 +74,7 @@ def cluster(monkeypatch):
                               BEAM_JAR: (maven, {})})
         servers.append(server)
         port = server.server_port
-        monkeypatch.setattr("pipeline.flink.beam_job_server",
+        monkeypatch.setattr("pipeline.engine.flink.beam_job_server",
                             lambda version: f"http://127.0.0.1:{port}{BEAM_JAR}")
         return ["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{port}"]
 
@@ -222,7 +222,7 @@ def test_a_cluster_without_slots_is_one_line(cached_jar):
 
 
 def test_the_monitor_hands_the_jobs_counters_to_the_progress_line():
-    from pipeline.flink import JobMonitor
+    from pipeline.engine.flink import JobMonitor
 
     class Progress:
         def __init__(self):

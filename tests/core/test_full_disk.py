@@ -28,7 +28,7 @@ before=$(cd "$MNT" && find out -type f | sort | xargs sha256sum)
 free=$(df -k --output=avail "$MNT" | tail -1)
 dd if=/dev/zero of="$MNT/filler" bs=1k count=$((free - FREE)) 2>/dev/null
 set +e
-"$PYTHON" -m pipeline.cli record generate --input "$INPUT_A" --input "$INPUT_B" --output "$MNT/out" \
+"$PYTHON" -m pipeline.cli.main record generate --input "$INPUT_A" --input "$INPUT_B" --output "$MNT/out" \
   >/dev/null 2>"$ERR"
 echo "exit=$?"
 after=$(cd "$MNT" && find out -type f | sort | xargs sha256sum)
@@ -48,7 +48,7 @@ def namespace_command() -> list[str]:
 def previous(tmp_path_factory) -> Path:
     """A finished run of the CNN sample: the output the failing runs must leave as it was."""
     folder = tmp_path_factory.mktemp("full-disk") / "previous"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "record", "generate", "--input",
+    subprocess.run([sys.executable, "-m", "pipeline.cli.main", "record", "generate", "--input",
                     str(DATA / "cnn"), "--output", str(folder)], cwd=ROOT, check=True,
                    capture_output=True)
     return folder

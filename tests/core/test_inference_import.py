@@ -9,7 +9,7 @@ HEAVY = ["torch", "scipy", "apache_beam.ml.inference.model_manager"]
 
 
 def test_the_record_graphs_and_the_lexical_filter_load_no_torch():
-    code = "import pipeline.record_beam, transforms.record.machine_filter, transforms.record.readers.lexical"
+    code = "import pipeline.graphs.record, transforms.record.machine_filter, transforms.record.readers.lexical"
     assert loaded_modules(code, HEAVY) == []
 
 

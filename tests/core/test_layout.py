@@ -154,7 +154,7 @@ def test_no_import_cycles():
 
 @pytest.mark.parametrize("source, target, expected", [
     ("filters.record", "data_specs", 0), ("transforms.core.io", "data_specs", 0),
-    ("transforms.record.queries", "transforms.cosmos.read", 1), ("pipeline.cli", "transforms.core.io", 0),
+    ("transforms.record.queries", "transforms.cosmos.read", 1), ("pipeline.cli.main", "transforms.core.io", 0),
 ])
 def test_layer_rules_classify_examples(source, target, expected):
     """The rules themselves: a sideways dataset import is caught, downward imports are not."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from pipeline.outputs import protocol
 from pipeline.outputs.lease import Holder, LocalLease, OutputBusy
 from pipeline.outputs.paths import RUN_MARKER, OutputPaths
@@ -31,7 +31,7 @@ def attempts(output: Path) -> list[str]:
 
 
 def start_generate(output: Path) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "pipeline.cli", "-q", "record", "generate", "--output", str(output)]
+    argv = [sys.executable, "-m", "pipeline.cli.main", "-q", "record", "generate", "--output", str(output)]
     for path in CORPUS:
         argv += ["--input", path]
     return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

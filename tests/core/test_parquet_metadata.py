@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from data_specs import SPEC_DIR, load_schema, load_spec
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.conftest import beam_test_pipeline
 from tests.cosmos.crowd_sets import import_simulated
 from transforms.core import provenance

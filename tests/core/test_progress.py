@@ -18,9 +18,15 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import DATA, beam_test_pipeline, loaded_modules
-from transforms.core import reporting
+from transforms.core import progress_lines as reporting
 from transforms.core.progress import ProgressLine
-from transforms.core.reporting import ENABLED_ENV, INTERVAL_ENV, Reporter, default_interval, format_written
+from transforms.core.progress_lines import (
+    ENABLED_ENV,
+    INTERVAL_ENV,
+    Reporter,
+    default_interval,
+    format_written,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = [("articles", "read"), ("articles", "annotated"), ("queries", "written")]
@@ -191,7 +197,7 @@ def test_the_relay_carries_counts_to_the_drivers_listener():
 
 
 def test_count_text_eta_seconds_and_clock_text():
-    from transforms.core.reporting import clock_text, count_text, eta_seconds
+    from transforms.core.progress_lines import clock_text, count_text, eta_seconds
 
     assert count_text(1234, None, "articles", "read", True) == "1,234 articles read"
     assert count_text(567, 1234, "articles", "annotated", False) == "567/1,234 annotated"
@@ -326,7 +332,7 @@ def last_counts(stderr: str) -> dict[str, dict]:
 
 def generate_subprocess(tmp_path: Path, env_extra: dict, *beam_args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, **env_extra}
-    argv = [sys.executable, "-m", "pipeline.cli", "record", "generate", "--output", str(tmp_path / "out"),
+    argv = [sys.executable, "-m", "pipeline.cli.main", "record", "generate", "--output", str(tmp_path / "out"),
             "--input", str(DATA / "cnn"), "--input", str(DATA / "dailymail"),
             "--input", str(DATA / "hf_rows.jsonl"), *beam_args]
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
@@ -376,7 +382,7 @@ def test_a_multi_processing_generate_prints_one_line_for_all_workers(tmp_path):
 # Two worker processes: each stage's input is dealt out between them.
 MULTI_PROCESS_RUN = """
 import apache_beam as beam
-from pipeline.runner import beam_options, new_pipeline, run_pipeline
+from pipeline.engine.runner import beam_options, new_pipeline, run_pipeline
 from transforms.core.progress import ProgressLine
 
 pipeline = new_pipeline(beam_options(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))
@@ -404,7 +410,7 @@ def test_a_multi_processing_run_prints_one_line_for_all_its_workers():
 
 
 def test_the_cli_switch_is_the_variable_the_pipelines_read(monkeypatch):
-    from pipeline import cli
+    from pipeline.cli import main as cli
 
     monkeypatch.setenv(ENABLED_ENV, "1")
     assert ProgressLine().enabled
@@ -413,7 +419,7 @@ def test_the_cli_switch_is_the_variable_the_pipelines_read(monkeypatch):
 
 
 def test_reporting_loads_no_beam():
-    assert loaded_modules("import transforms.core.reporting, pipeline.cli", ["apache_beam"]) == []
+    assert loaded_modules("import transforms.core.progress_lines, pipeline.cli.main", ["apache_beam"]) == []
 
 
 # --------------------------------------------------------------------------- lines of a long task
@@ -421,7 +427,7 @@ def test_reporting_loads_no_beam():
 def test_task_log_throttles_and_forces():
     import io
 
-    from transforms.core.reporting import TaskLog, process_origin
+    from transforms.core.progress_lines import TaskLog, process_origin
 
     now = [100.0]
     stream = io.StringIO()
@@ -442,7 +448,7 @@ def test_task_log_throttles_and_forces():
 def test_task_log_tags_a_worker():
     import io
 
-    from transforms.core.reporting import TaskLog, process_origin
+    from transforms.core.progress_lines import TaskLog, process_origin
 
     host, _ = process_origin()
     stream = io.StringIO()
@@ -451,7 +457,7 @@ def test_task_log_tags_a_worker():
 
 
 def test_eta_text():
-    from transforms.core.reporting import eta_text
+    from transforms.core.progress_lines import eta_text
 
     # 84 s for 40 steps: 2.1 s a step, 360 steps left: 756 s = 0:12:36
     assert eta_text(40, 400, 84.0) == "40/400 steps · 2.1 s/step · ETA 0:12:36"

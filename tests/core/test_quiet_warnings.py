@@ -12,7 +12,7 @@ from tests.conftest import ROOT
 # BatchElements' batch-size fit on timings that are all alike: numpy warns twice.
 DEGENERATE_FIT = """
 import warnings
-from pipeline.runner import quiet_beam_noise
+from pipeline.engine.runner import quiet_beam_noise
 quiet_beam_noise()
 from apache_beam.transforms.util import _BatchSizeEstimator
 _BatchSizeEstimator.linear_regression_numpy([1] * 11 + [2], [1e-9] * 12)
@@ -42,7 +42,7 @@ def test_verbose_shows_everything():
 
 @pytest.mark.parametrize("flags, shown", [([], False), (["-v"], True)])
 def test_the_cli_sets_verbose_for_the_workers_it_starts(flags, shown):
-    code = ("import os, sys\nfrom pipeline.cli import main\n"
+    code = ("import os, sys\nfrom pipeline.cli.main import main\n"
             f"main({flags!r} + ['stats', '/nonexistent'])\n"
             "print(os.environ.get('CSDATA_VERBOSE', ''), file=sys.stderr)")
     assert stderr_of(code).splitlines()[-1] == ("1" if shown else "")
@@ -53,7 +53,7 @@ def test_the_cli_sets_verbose_for_the_workers_it_starts(flags, shown):
 SERVICE_THAT_NEVER_ANSWERS = """
 import logging, sys
 logging.basicConfig()
-from pipeline.runner import quiet_beam_noise
+from pipeline.engine.runner import quiet_beam_noise
 quiet_beam_noise()
 from apache_beam.portability.api import beam_job_api_pb2_grpc
 from apache_beam.utils.subprocess_server import SubprocessServer

@@ -61,7 +61,7 @@ def test_check_exits_1_on_a_stale_page_and_0_otherwise(tmp_path):
 
 def _help_options(*command: str) -> set[str]:
     """The long options `csdata COMMAND --help` prints (argparse's own formatter, not ours)."""
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", *command, "--help"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli.main", *command, "--help"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     # an option's own line starts with it: "  --spec SPEC", "  -q, --quiet"
     return set(re.findall(r"^ {2}(?:-\w[ ,A-Z_]*)?(--[a-z][a-z0-9-]*)", out, re.M)) - {"--help"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.cosmos.crowd_sets import import_simulated
 from transforms.core.accounting import stage_entry
 from transforms.core.plots import Line, Shade, bars_svg, histogram_svg

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.core.conftest import protoqa_record
 from tests.core.test_report import _report, _stats
 from tests.cosmos.crowd_sets import import_simulated

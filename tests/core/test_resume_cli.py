@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from pipeline.outputs.paths import OutputPaths
 from tests.conftest import DATA, ROOT, parquet_rows
 
@@ -53,7 +53,7 @@ def attempts(output: Path) -> list[str]:
 
 def start(argv: list[str], code: str = "") -> subprocess.Popen:
     """`csdata ARGV` in a fresh interpreter, after running `code` there."""
-    script = f"import sys\n{code}\nfrom pipeline.cli import main\nsys.exit(main(sys.argv[1:]))"
+    script = f"import sys\n{code}\nfrom pipeline.cli.main import main\nsys.exit(main(sys.argv[1:]))"
     return subprocess.Popen([sys.executable, "-c", script, "-q", *argv], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import cli
-from pipeline.cli import main
+from pipeline.cli import main as cli
+from pipeline.cli.main import main
 from pipeline.outputs.paths import RUN_MARKER, OutputPaths
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +137,7 @@ def test_version(capsys):
 def test_an_interrupted_run_keeps_the_previous_output(finished_run, signum):
     before = snapshot(finished_run)
     first = attempts(finished_run)
-    argv = [sys.executable, "-m", "pipeline.cli", "record", "generate", "--output", str(finished_run)]
+    argv = [sys.executable, "-m", "pipeline.cli.main", "record", "generate", "--output", str(finished_run)]
     for path in CORPUS:
         argv += ["--input", path]
     # Started as from a terminal: a suite run as a background job (`make test &`) hands its

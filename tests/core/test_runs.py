@@ -1,4 +1,4 @@
-"""Storage without a store: the error texts a user sees (transforms/core/runs.py), the names of
+"""Storage without a store: the error texts a user sees (pipeline/engine/stores.py), the names of
 attempt folders, a copied run, upload and download (pipeline/outputs; the S3 server's tests are in
 tests/s3), and the CLI's object-store options."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ import re
 import pytest
 from apache_beam.io.filesystem import BeamIOError
 
+from pipeline.engine import stores as runs
 from pipeline.outputs import paths
 from pipeline.outputs.protocol import resolve_run
-from pipeline.storage import store_options_removed
-from transforms.core import runs
+from pipeline.outputs.storage import store_options_removed
 from transforms.core.errors import UserError
 from transforms.core.io import write_json
 

@@ -1,4 +1,4 @@
-"""Commands load only what they use (issue #11): each command runs through `pipeline.cli.main`
+"""Commands load only what they use (issue #11): each command runs through `pipeline.cli.main.main`
 in a fresh interpreter, which then reports the heavy modules it imported.
 
 Only imports are checked here, never timings (`make bench` measures those). The help screens
@@ -23,9 +23,9 @@ MODELS = frozenset({"apache_beam", "torch", "transformers", "spacy"})
 WATCHED = sorted(MODELS | {"scipy", "nltk", "pydantic", "pyarrow", "sklearn", "datasketch"})
 
 def command(*argv: str, env: dict[str, str] | None = None) -> tuple[int | str | None, Probe]:
-    """`csdata ARGV` through `pipeline.cli.main` in a fresh interpreter: its exit code, and which
+    """`csdata ARGV` through `pipeline.cli.main.main` in a fresh interpreter: its exit code, and which
     of the WATCHED modules it imported."""
-    code = ("from pipeline.cli import main\n"
+    code = ("from pipeline.cli.main import main\n"
             "try:\n"
             f"    _code = main({list(argv)!r})\n"
             "except SystemExit as stop:\n"

@@ -1,4 +1,4 @@
-"""`csdata-sdk-worker` (pipeline.worker_boot): the arguments Beam's Java runner starts it with,
+"""`csdata-sdk-worker` (pipeline.engine.worker_boot): the arguments Beam's Java runner starts it with,
 the names and descriptors it hands Beam's SDK worker, and the worker's life under it. Its whole run, on real TaskManagers,
 is tested in tests/flink."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from apache_beam.portability.api import beam_runner_api_pb2
 
-from pipeline.worker_boot import STAGING_ROLE, descriptor, parse_args, staged_name
+from pipeline.engine.worker_boot import STAGING_ROLE, descriptor, parse_args, staged_name
 from tests.wheels import write_wheel
 
 
@@ -44,7 +44,7 @@ def test_an_endpoint_is_written_as_the_text_proto_beams_worker_parses():
 
 
 def test_the_worker_exit_status_is_passed_on_as_a_shell_reports_it():
-    from pipeline.worker_boot import run_worker
+    from pipeline.engine.worker_boot import run_worker
 
     assert run_worker([sys.executable, "-c", "raise SystemExit(3)"], dict(os.environ)) == 3
     assert run_worker([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
@@ -55,7 +55,7 @@ def test_a_boot_killed_with_sigkill_takes_its_worker_with_it(tmp_path):
     pid_file = tmp_path / "worker.pid"
     worker = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
     boot = subprocess.Popen([sys.executable, "-c",
-                             "import os, sys\nfrom pipeline.worker_boot import run_worker\n"
+                             "import os, sys\nfrom pipeline.engine.worker_boot import run_worker\n"
                              f"run_worker([sys.executable, '-c', {worker!r}], dict(os.environ))"],
                             cwd=Path(__file__).resolve().parents[2])
     deadline = time.monotonic() + 30
@@ -72,7 +72,7 @@ def test_a_boot_killed_with_sigkill_takes_its_worker_with_it(tmp_path):
 
 
 def test_staging_directories_of_boots_that_are_gone_are_removed(tmp_path):
-    from pipeline.worker_boot import TEMP_PREFIX, remove_orphans
+    from pipeline.engine.worker_boot import TEMP_PREFIX, remove_orphans
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True).stdout.strip()
@@ -95,7 +95,7 @@ def imports(module: str, pythonpath: str = "") -> str:
 
 
 def test_staged_packages_go_into_the_workers_own_folder_never_into_the_nodes_python(tmp_path):
-    from pipeline.worker_boot import install_staged
+    from pipeline.engine.worker_boot import install_staged
 
     staged = tmp_path / "staged"
     staged.mkdir()
@@ -108,7 +108,7 @@ def test_staged_packages_go_into_the_workers_own_folder_never_into_the_nodes_pyt
 
 
 def test_the_worker_imports_its_own_install_before_what_the_node_has(tmp_path):
-    from pipeline.worker_boot import first_on_path_of, install_staged, run_worker
+    from pipeline.engine.worker_boot import first_on_path_of, install_staged, run_worker
 
     node = tmp_path / "node"        # stands for a version the node's Python already has
     node.mkdir()
@@ -127,7 +127,7 @@ def test_the_worker_imports_its_own_install_before_what_the_node_has(tmp_path):
 
 
 def test_a_job_staging_nothing_installs_nothing(tmp_path):
-    from pipeline.worker_boot import install_staged
+    from pipeline.engine.worker_boot import install_staged
 
     (tmp_path / "staged").mkdir()
     assert install_staged(tmp_path / "staged", tmp_path / "site-packages") == []
@@ -135,7 +135,7 @@ def test_a_job_staging_nothing_installs_nothing(tmp_path):
 
 
 def test_a_staged_package_that_cannot_be_installed_is_one_line(tmp_path):
-    from pipeline.worker_boot import MissingOnNode, install_staged
+    from pipeline.engine.worker_boot import MissingOnNode, install_staged
 
     staged = tmp_path / "staged"
     staged.mkdir()

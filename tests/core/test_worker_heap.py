@@ -1,5 +1,5 @@
 """The glibc setting `run_pipeline` gives the worker processes of the local runner
-(`pipeline.runner.bound_worker_heap`): a worker started by a `multi_processing` run sees it, and a
+(`pipeline.engine.runner.bound_worker_heap`): a worker started by a `multi_processing` run sees it, and a
 value the user set is kept. And the first run in a process freezes what the process holds."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.runner import MALLOC_ENV, bound_worker_heap, run_pipeline
+from pipeline.engine.runner import MALLOC_ENV, bound_worker_heap, run_pipeline
 from tests.conftest import python_output
 
 
@@ -41,7 +41,7 @@ def test_a_multi_processing_worker_inherits_the_threshold(monkeypatch):
 
 
 def test_the_first_run_in_a_process_freezes_what_the_process_holds():
-    code = ("import gc, apache_beam as beam; from pipeline.runner import run_pipeline; "
+    code = ("import gc, apache_beam as beam; from pipeline.engine.runner import run_pipeline; "
             "before = gc.get_freeze_count(); p = beam.Pipeline(); p | beam.Create([1]); "
             "run_pipeline(p); print(before == 0, gc.get_freeze_count() > 10000)")
     assert python_output(code).splitlines()[-1] == "True True"

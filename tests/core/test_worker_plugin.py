@@ -1,4 +1,4 @@
-"""The module every SDK worker imports as it starts (`pipeline.worker`, named in `--beam_plugins`
+"""The module every SDK worker imports as it starts (`pipeline.engine.worker`, named in `--beam_plugins`
 by `run_pipeline`): it makes the worker's data plane send messages of 1 MiB instead of Beam's
 10 MiB. Importing it changes the importing process, so these tests import it in a subprocess."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
 from apache_beam.runners.worker import data_plane
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.runner import WORKER_PLUGIN, name_worker_plugin, new_pipeline, run_pipeline
+from pipeline.engine.runner import WORKER_PLUGIN, name_worker_plugin, new_pipeline, run_pipeline
 from tests.conftest import python_output
 
 MIB = 1024 * 1024
@@ -25,7 +25,7 @@ def in_fresh_interpreter(code: str) -> str:
 def test_importing_the_plugin_makes_new_streams_flush_at_1_mib():
     code = ("from apache_beam.runners.worker import data_plane as d; "
             "before = d.SizeBasedBufferingClosableOutputStream()._size_flush_threshold; "
-            "import pipeline.worker as w; "
+            "import pipeline.engine.worker as w; "
             "size = d.SizeBasedBufferingClosableOutputStream()._size_flush_threshold; "
             "timed = d.TimeBasedBufferingClosableOutputStream(time_flush_threshold_ms=60000); "
             "print(before, size, timed._size_flush_threshold, d._DEFAULT_SIZE_FLUSH_THRESHOLD, "
@@ -37,7 +37,7 @@ def test_a_data_plane_laid_out_differently_is_left_alone():
     # A Beam whose module constant no longer matches the streams' defaults.
     code = ("from apache_beam.runners.worker import data_plane as d; "
             "d._DEFAULT_SIZE_FLUSH_THRESHOLD = 8 << 20; "
-            "import pipeline.worker as w; "
+            "import pipeline.engine.worker as w; "
             "print(d.SizeBasedBufferingClosableOutputStream()._size_flush_threshold, "
             "d._DEFAULT_SIZE_FLUSH_THRESHOLD)")
     assert in_fresh_interpreter(code).split() == [str(10 * MIB), str(8 * MIB)]
@@ -62,10 +62,10 @@ def test_a_multi_processing_worker_gets_the_options_and_imports_it_and_the_drive
 
         from apache_beam.runners.worker import data_plane as plane
         return (os.getpid() != driver, "csdata_probe" in os.environ.get("PIPELINE_OPTIONS", ""),
-                "pipeline.worker" in worker_sys.modules,
+                "pipeline.engine.worker" in worker_sys.modules,
                 plane.SizeBasedBufferingClosableOutputStream()._size_flush_threshold)
 
     assert_that(pipeline | beam.Create([0]) | beam.Map(seen), equal_to([(True, True, True, MIB)]))
     run_pipeline(pipeline)
     assert data_plane.SizeBasedBufferingClosableOutputStream()._size_flush_threshold == 10 * MIB
-    assert "pipeline.worker" not in sys.modules
+    assert "pipeline.engine.worker" not in sys.modules

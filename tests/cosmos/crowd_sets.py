@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from data_specs import load_schema, load_spec
-from pipeline.cli import main
+from pipeline.cli.main import main
 
 
 def write_paragraphs(run: Path, n: int = 6) -> dict[str, str]:

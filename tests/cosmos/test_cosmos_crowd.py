@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import cosmos
-from pipeline.cli import main
+from pipeline.cli import cosmos
+from pipeline.cli.main import main
 from tests.cosmos.crowd_sets import cosmos_spec, import_simulated, judgement, write_csv, write_paragraphs
 from transforms.core.errors import UserError
 from transforms.core.io import read_table

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import cosmos
-from pipeline.cli import main
+from pipeline.cli import cosmos
+from pipeline.cli.main import main
 from tests.cosmos.crowd_sets import cosmos_spec, judgement, question_row, write_csv, write_paragraphs
 from tests.cosmos.test_cosmos_crowd import FakeScorer
 from tests.crowd_files import (

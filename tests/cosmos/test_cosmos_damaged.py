@@ -12,7 +12,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
 
 from data_specs import load_spec
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
 from transforms.core.io import read_summary, read_table

@@ -8,8 +8,9 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from data_specs import CosmosSpec, SpecError, load_dataset_spec, load_spec
-from pipeline import cosmos, cosmos_beam
-from pipeline.cli import main
+from pipeline.cli import cosmos
+from pipeline.cli.main import main
+from pipeline.graphs import cosmos as cosmos_beam
 from tests.conftest import beam_test_pipeline
 from transforms.core.io import read_summary, read_table
 from transforms.core.models import ModelUnavailable

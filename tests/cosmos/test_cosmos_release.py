@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.conftest import hf_datasets
 from tests.core.test_release_hf import check_with_datasets, header_problems
 from tests.cosmos.crowd_sets import judgement, question_row, write_csv, write_paragraphs

@@ -13,7 +13,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from data_specs import CosmosSpec, load_dataset_spec
-from pipeline.cosmos_beam import run_paragraphs
+from pipeline.graphs.cosmos import run_paragraphs
 from tests.conftest import beam_test_pipeline, parquet_rows
 from tests.cosmos.test_cosmos_sample import STORIES
 from transforms.core.memo import count_stored, write_piece

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
-from pipeline.flink import rest_get
+from pipeline.cli.main import main
+from pipeline.engine.flink import rest_get
 from pipeline.outputs.paths import OutputPaths
 from tests.conftest import DATA, ROOT, parquet_rows
 from tests.flink.test_flink_pipelines import FLINK, JOB_LINE, MASTER, assert_same_output, digest, run
@@ -43,7 +43,7 @@ class Driver:
 
     def __init__(self, argv: list[str], log: Path):
         self.log = log
-        self.process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *argv, *FLINK], cwd=ROOT,
+        self.process = subprocess.Popen([sys.executable, "-m", "pipeline.cli.main", *argv, *FLINK], cwd=ROOT,
                                         stdout=subprocess.DEVNULL, stderr=log.open("w"),
                                         env=dict(os.environ, CSDATA_PROGRESS_SECONDS="1"))
 

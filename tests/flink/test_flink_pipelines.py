@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
-from pipeline.flink import rest_get
+from pipeline.cli.main import main
+from pipeline.engine.flink import rest_get
 from tests.conftest import INPUTS, URL_LISTS, parquet_rows
 from tests.wheels import write_wheel
 
@@ -187,7 +187,7 @@ def test_the_workers_of_both_taskmanagers_get_the_pipeline_options(tmp_path, cap
         started = [line for line in taskmanager_log(tm).splitlines()
                    if "Pipeline_options:" in line and "csdata_probe" in line]
         assert started, f"no Python worker of TaskManager {tm} logged this job's options"
-        assert "'beam_plugins': ['pipeline.worker']" in started[-1]
+        assert "'beam_plugins': ['pipeline.engine.worker']" in started[-1]
         assert "'pickle_library': 'cloudpickle'" in started[-1]
 
 
@@ -269,7 +269,7 @@ def test_ctrl_c_cancels_the_job_on_the_cluster_and_keeps_the_previous_output(tmp
     annotate = ["record", "annotate", *RECORD_INPUTS, "--output", str(output)]
     run(annotate, capsys)
     before = digest(output)
-    driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *annotate, *FLINK],
+    driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli.main", *annotate, *FLINK],
                               stderr=subprocess.PIPE, text=True, cwd=TESTS.parent,
                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert driver.stderr is not None

@@ -3,7 +3,7 @@
 Each test feeds one reader damaged copies of a real-format file (tests/fuzz/mutations.py) and
 asserts what a stranger's file may do to csdata: end with rows and rejects (exit 0, or 3 when
 the summary does not balance) or with one line and exit 2; never a traceback, a hang or
-unbounded memory. The commands run in process through `pipeline.cli.main`, as a user runs them.
+unbounded memory. The commands run in process through `pipeline.cli.main.main`, as a user runs them.
 
 `make test` runs the `ci` profile (few, derandomised examples: seconds per reader); `make fuzz`
 the `fuzz` profile (thousands, random) with Hypothesis' statistics (cases run per reader).
@@ -20,9 +20,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from data_specs import load_spec
-from pipeline.cli import main
-from pipeline.protoqa import run_hits_export
-from pipeline.releases import check_recorded_inputs, read_steps
+from pipeline.cli.main import main
+from pipeline.cli.protoqa import run_hits_export
+from pipeline.cli.releases import check_recorded_inputs, read_steps
 from tests.fuzz.mutations import bounded, damaged, json_values, mutated_bytes, mutated_json
 from transforms.core.errors import UserError
 from transforms.protoqa.questions import iter_question_lines, parse_question

@@ -182,7 +182,7 @@ def test_calibration_buckets():
 def test_cli_assign_with_minilm(tmp_path):
     from pathlib import Path
 
-    from pipeline.cli import main
+    from pipeline.cli.main import main
     from transforms.core.models import ModelUnavailable, check_minilm
 
     try:

@@ -11,7 +11,7 @@ import openpyxl
 import pytest
 
 from data_specs import ProtoqaSpec, load_dataset_spec, load_spec
-from pipeline.protoqa import run_adjudicate, run_sheets_export, run_sheets_import
+from pipeline.cli.protoqa import run_adjudicate, run_sheets_export, run_sheets_import
 from transforms.core.cells import csv_cell, read_csv_cell
 from transforms.core.io import write_rows
 from transforms.core.platforms import write_mturk_batch

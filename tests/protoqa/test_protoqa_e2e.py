@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "protoqa"
 

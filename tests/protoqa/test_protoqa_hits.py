@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from data_specs import load_spec
-from pipeline.cli import main
-from pipeline.protoqa import run_hits_export, run_hits_import
+from pipeline.cli.main import main
+from pipeline.cli.protoqa import run_hits_export, run_hits_import
 from tests.crowd_files import label_studio_export, mturk_results_csv
 from transforms.core.errors import UserError
 from transforms.core.platforms import template_variables

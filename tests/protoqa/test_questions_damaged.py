@@ -14,7 +14,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from data_specs import load_spec
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
 from transforms.core.errors import UserError

@@ -10,7 +10,7 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from data_specs import load_spec
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.conftest import loaded_modules
 from transforms.protoqa import assign as ps
 from transforms.protoqa import metric as pm

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from transforms.core.errors import UserError
 from transforms.protoqa import metric as pm
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from data_specs import load_spec
-from pipeline.protoqa import run_adjudicate, run_release, run_sheets_export, run_sheets_import
+from pipeline.cli.protoqa import run_adjudicate, run_release, run_sheets_export, run_sheets_import
 from tests.conftest import ROOT
 from transforms.core.io import write_rows
 from transforms.protoqa.cluster_prep import (

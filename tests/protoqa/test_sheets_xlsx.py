@@ -10,8 +10,8 @@ import openpyxl
 import pytest
 
 from data_specs import ProtoqaSpec, load_dataset_spec
-from pipeline.cli import main
-from pipeline.protoqa import run_adjudicate, run_sheets_export, run_sheets_import
+from pipeline.cli.main import main
+from pipeline.cli.protoqa import run_adjudicate, run_sheets_export, run_sheets_import
 from tests.conftest import ROOT
 from transforms.core.io import write_rows
 from transforms.protoqa.sheets import (

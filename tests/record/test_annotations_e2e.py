@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from data_specs import load_spec
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.conftest import DATA, INPUTS, URL_LISTS, generate
 from transforms.core.io import read_table
 from transforms.record.annotate.store import ner_rules_key

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.conftest import DATA
 from transforms.core.io import read_table
 from transforms.record.article import article_document

@@ -196,7 +196,7 @@ def test_passes_sum_to_the_gradients_of_one_pass(examples):
 def test_fit_says_its_plan_and_every_step(examples):
     import io
 
-    from transforms.core.reporting import TaskLog, process_origin
+    from transforms.core.progress_lines import TaskLog, process_origin
 
     stream = io.StringIO()
     _reader(patience=0).fit(examples, log=TaskLog("fold 3", True, 0.0, process_origin(), stream=stream))
@@ -214,7 +214,7 @@ def test_fit_says_its_plan_and_every_step(examples):
 def test_training_stops_when_the_held_out_accuracy_stops_rising(examples):
     import io
 
-    from transforms.core.reporting import TaskLog, process_origin
+    from transforms.core.progress_lines import TaskLog, process_origin
 
     # A learning rate too small to change a prediction: the first measurement (after step 1) is no
     # better than before training, so patience 1 stops there.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.record.damaged import DAMAGED, GZIP_CUT_SHORT, long_row, write_cut_tgz
 from transforms.core.io import read_table
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.crowd_files import (
     label_studio_annotation,
     label_studio_export,

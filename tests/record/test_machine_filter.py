@@ -6,7 +6,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.conftest import beam_test_pipeline, python_run
 from transforms.core.hashing import unit_hash
 from transforms.core.io import read_table
@@ -212,7 +212,7 @@ def test_a_fold_without_a_model_answers_nothing(tmp_path):
 def test_the_cross_encoder_filter_peaks_under_3_gb(record_generate_run, tmp_path):
     """The issue's memory goal at test size: the whole `record filter` process with the
     cross-encoder (defaults: one epoch a fold, then RunInference) peaks under 3 GB resident."""
-    code = ("import resource, sys; from pipeline.cli import main\n"
+    code = ("import resource, sys; from pipeline.cli.main import main\n"
             f"code = main(['-q', 'record', 'filter', {str(record_generate_run)!r}, '--output', "
             f"{str(tmp_path / 'out')!r}, '--folds', '2', '--reader', 'cross-encoder'])\n"
             "print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")

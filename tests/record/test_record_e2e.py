@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.conftest import DATA, generate
 from transforms.core.io import read_table
 from transforms.record.article import passage_text

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.conftest import hf_datasets
 from tests.core.test_release_hf import check_with_datasets, header_problems
 from transforms.core.io import write_json, write_rows

@@ -11,7 +11,7 @@ import pytest
 from apache_beam.metrics import MetricsFilter
 
 from data_specs import RecordSpec, load_dataset_spec
-from pipeline.record_beam import run_annotate, run_record
+from pipeline.graphs.record import run_annotate, run_record
 from tests.conftest import INPUTS, URL_LISTS, parquet_rows
 from transforms.core.memo import count_stored, write_piece
 

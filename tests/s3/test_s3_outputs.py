@@ -13,7 +13,7 @@ import pytest
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from pipeline.outputs import protocol
 from tests.conftest import DATA, ROOT
 from tests.s3.store import BUCKET, S3_ARGS, keys, upload
@@ -79,7 +79,7 @@ def test_a_second_run_while_one_runs_is_refused_and_the_first_commits_whole(s3, 
     upload(s3, {f"cnn/{p.name}": p for p in (DATA / "cnn" / "stories").glob("*.story")}, f"{prefix}/in")
     argv = ["record", "generate", "--input", url(f"{prefix}/in/cnn/*.story"), "--input", str(DATA / "dailymail"),
             "--input", str(DATA / "hf_rows.jsonl"), "--output", url(f"{prefix}/out"), *S3_ARGS]
-    first = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "-q", *argv], cwd=ROOT,
+    first = subprocess.Popen([sys.executable, "-m", "pipeline.cli.main", "-q", *argv], cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while f"{prefix}/out/lease.json" not in keys(s3, f"{prefix}/out"):

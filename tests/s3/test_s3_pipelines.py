@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.conftest import DATA, ROOT, URL_LISTS, parquet_rows
 from tests.s3.store import BUCKET, FULL_BUCKET, S3_ARGS, download, keys, upload
 
@@ -170,7 +170,7 @@ def test_a_killed_run_leaves_the_committed_run_as_it_was_and_is_never_read(s3, p
     stats_before = run(["stats", output, *S3_ARGS], capsys)
 
     # The second run is killed (SIGKILL: no handler runs) once it has written into its attempt.
-    driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *argv, "--set", "passage.min_tokens=60"],
+    driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli.main", *argv, "--set", "passage.min_tokens=60"],
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while not (new := {k for k in set(keys(s3, f"{prefix}/record")) - set(before) if "/passages/" in k}):
@@ -199,7 +199,7 @@ def test_a_killed_run_leaves_the_committed_run_as_it_was_and_is_never_read(s3, p
 
 def test_a_run_that_fails_after_writing_removes_its_attempt_and_keeps_the_commit(
         s3, prefix, capsys, monkeypatch):
-    import pipeline.record_beam as record_beam
+    import pipeline.graphs.record as record_beam
 
     upload(s3, {f"cnn/{p.name}": p for p in (DATA / "cnn" / "stories").glob("*.story")}, f"{prefix}/in")
     argv = ["record", "generate", "--input", url(f"{prefix}/in/cnn/*.story"), "--output", url(f"{prefix}/record"),

@@ -76,7 +76,7 @@ def freeze_heap_at_exit() -> None:
 @functools.cache
 def freeze_heap(after: str) -> None:
     """Move every object the cyclic garbage collector tracks now into its permanent generation
-    (`gc.freeze`), once per process for each `after`: "run" (`pipeline.runner.run_pipeline`, as a
+    (`gc.freeze`), once per process for each `after`: "run" (`pipeline.engine.runner.run_pipeline`, as a
     process's first pipeline starts) and "model" (the loaders here, once a first model is loaded).
 
     What a process holds at those moments (141k tracked objects after the imports of a ReCoRD

@@ -1,4 +1,4 @@
-"""Progress of long runs on stderr: the Beam passthrough steps (`transforms.core.reporting`, which
+"""Progress of long runs on stderr: the Beam passthrough steps (`transforms.core.progress_lines`, which
 has no Beam, formats and throttles the line, and holds the account of what was written where).
 
 A pipeline's `ProgressLine` makes passthrough `Progress` steps; the run prints one line for them
@@ -14,7 +14,7 @@ moved since the previous line, over that time (the in-process runner runs one fu
 another, so a whole-run average of the first step would go stale); the time is how long the run
 has gone.
 
-`RunProgress` (what `pipeline.runner.run_pipeline` wraps a run in) keeps the line in the driver:
+`RunProgress` (what `pipeline.engine.runner.run_pipeline` wraps a run in) keeps the line in the driver:
 steps that run in the driver's process count into it directly; the worker processes of the same
 machine (`multi_processing`, a local Flink cluster's Python workers) send their counts to it
 (`transforms.core.relay`) rather than printing lines of their own; a runner's committed counters
@@ -38,8 +38,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.core.accounting import NAMESPACE
-from transforms.core.relay import Listener
-from transforms.core.reporting import (
+from transforms.core.progress_lines import (
     Reporter,
     Step,
     default_interval,
@@ -48,6 +47,7 @@ from transforms.core.reporting import (
     process_origin,
     reporter_for,
 )
+from transforms.core.relay import Listener
 
 
 class _ProgressFn(beam.DoFn):

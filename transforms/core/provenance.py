@@ -6,7 +6,7 @@ Beam-free: Beam's filesystems are imported only to list a remote (gs://...) inpu
 * `file_metadata(spec, inputs)`: the Parquet key-value metadata of a run's tables (csdata version,
   sha256 of the canonical validated spec, sha256 of the input file list, run date in UTC ISO).
 * `provenance.json` (`PROVENANCE_FILE`), written into every finished output directory by
-  `pipeline.cli`: `{"format": 1, "steps": [step, ...]}`, the command that made the directory last,
+  `pipeline.cli.main`: `{"format": 1, "steps": [step, ...]}`, the command that made the directory last,
   after the steps of the runs it read (`upstreams` maps an argument to the index of its step), so
   that `csdata DATASET reproduce` can rerun the whole chain.
 """

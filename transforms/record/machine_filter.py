@@ -30,7 +30,7 @@ from transforms.core.hashing import unit_hash
 from transforms.core.inference import ModelHandler, ModelMetadata, PredictionResult, RunInference
 from transforms.core.models import release_memory
 from transforms.core.progress import ProgressLine
-from transforms.core.reporting import TaskLog
+from transforms.core.progress_lines import TaskLog
 from transforms.core.sinks import remove_folder
 from transforms.core.stages import Stage
 from transforms.record.metric import is_correct

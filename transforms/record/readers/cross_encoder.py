@@ -27,7 +27,7 @@ from transforms.core.models import (
     resolve_device,
     trim_heap,
 )
-from transforms.core.reporting import TaskLog, eta_text
+from transforms.core.progress_lines import TaskLog, eta_text
 from transforms.record.readers.base import PLACEHOLDER, Candidate, Triple, candidates, correct_flags
 
 _REQUIRED = (("torch", "torch"), ("transformers", "transformers"),

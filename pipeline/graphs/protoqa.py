@@ -1,6 +1,6 @@
 """ProtoQA's Beam pipeline (question curation) and the library call that runs it.
 
-`pipeline.protoqa` imports this module only when `csdata protoqa questions` (or the demo) runs,
+`pipeline.cli.protoqa` imports this module only when `csdata protoqa questions` (or the demo) runs,
 so that `csdata --help`, `protoqa score`, `assign`, the sheets and the release never import Beam.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs import ProtoqaSpec
-from pipeline.runner import clear_output, new_pipeline, run_pipeline
+from pipeline.engine.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.io import read_summary
 from transforms.core.progress import ProgressLine
 from transforms.core.provenance import file_metadata

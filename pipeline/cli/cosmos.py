@@ -12,7 +12,7 @@
 The stages themselves are in `transforms.cosmos` (read, paragraphs + segment + scorers: §2.1;
 crowd: §2.2-2.3; nota: §2.4; release); this module assembles them (`run_paragraphs`,
 `run_hits_import`) and wires the CLI: the entry points `add_commands`, `run`, `is_run`, `stats`
-and `demo` are called by pipeline/cli.py.
+and `demo` are called by pipeline/cli/main.py.
 """
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from transforms.cosmos.scorers import AnswerScorer
 
 # Beam and the transforms are imported by the functions that use them, so that `csdata --help`
-# and the commands without a pipeline start fast; stage 1 lives in pipeline/cosmos_beam.py.
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# and the commands without a pipeline start fast; stage 1 lives in pipeline/graphs/cosmos.py.
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_DATA = REPO_ROOT / "tests" / "data" / "cosmos"
 PathLike = Union[str, Path]
 
@@ -184,7 +184,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     release.add_argument("--output", required=True, help="directory for the three files")
     release.set_defaults(staged_output=True)   # written beside --output, then swapped in
 
-    from pipeline.releases import add_release_commands
+    from pipeline.cli.releases import add_release_commands
 
     add_release_commands(sub, "cosmos", "a hits import run")
 
@@ -196,11 +196,11 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     from transforms.core.accounting import STAGE_UNITS, format_summary
 
     if command == "reproduce":   # the user's Beam options apply to the steps it reruns
-        from pipeline.releases import reproduce_command
+        from pipeline.cli.releases import reproduce_command
 
         return reproduce_command(args, extra)
     if command == "release":
-        from pipeline.releases import release_command
+        from pipeline.cli.releases import release_command
 
         if extra:
             args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -208,7 +208,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     if command != "paragraphs" and extra:
         raise SystemExit(f"csdata cosmos {command}: unrecognized arguments: {' '.join(extra)}")
     if command == "paragraphs":
-        from pipeline.cosmos_beam import run_paragraphs
+        from pipeline.graphs.cosmos import run_paragraphs
 
         spec = load_dataset_spec(CosmosSpec, args.spec, args.overrides)
         summary = run_paragraphs(spec, args.input, args.output, beam_options(extra),
@@ -264,7 +264,7 @@ the answer scorer named above. The test split's labels are -1, as in the publish
 def build_release(run_dir: str, provenance: Optional[dict]):
     """The `Release` of a `cosmos hits import` run: the release columns per split."""
     from data_specs import load_schema
-    from pipeline.releases import release_metadata, run_card_sections, spec_of
+    from pipeline.cli.releases import release_metadata, run_card_sections, spec_of
     from transforms.core.errors import UserError
     from transforms.core.release import Config, Release
     from transforms.cosmos.release import CITATION, release_rows
@@ -291,7 +291,7 @@ def build_release(run_dir: str, provenance: Optional[dict]):
 def demo(output_dir: Path, make_options: Callable[[], PipelineOptions]) -> None:
     from data_specs import load_dataset_spec
     from data_specs.models import CosmosSpec
-    from pipeline.cosmos_beam import run_paragraphs
+    from pipeline.graphs.cosmos import run_paragraphs
     from transforms.cosmos.stats import format_stats
 
     output = Path(output_dir) / "cosmos"

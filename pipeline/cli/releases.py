@@ -1,6 +1,6 @@
 """`csdata DATASET release` and `reproduce` (no Beam: a release loads pyarrow and the spec models
 only; `reproduce` loads what the commands it reruns load). Provenance is recorded by
-`pipeline.provenance`.
+`pipeline.cli.provenance`.
 
 * `release_command(args, build)`: `csdata {record,cosmos} release RUN --output DIR`, the Hugging
   Face layout and dataset card of `transforms.core.release`.
@@ -162,7 +162,7 @@ def reproduce_command(args: argparse.Namespace, extra: Sequence[str] = ()) -> in
     check_output(args.output)
     provenance, steps = read_steps(args.release_dir)
     trust = getattr(args, "trust_recorded_options", False)
-    from pipeline.runner import check_beam_args
+    from pipeline.engine.runner import check_beam_args
 
     check_beam_args([*extra, *(option for _, recorded in steps for option in recorded if trust)])
     for index, (_, recorded) in enumerate(steps):
@@ -244,7 +244,7 @@ def parse_step(step: Mapping[str, Any], index: int) -> tuple[argparse.Namespace,
     import contextlib
     import io
 
-    from pipeline.cli import build_parser, dataset_modules
+    from pipeline.cli.main import build_parser, dataset_modules
     from transforms.core.errors import UserError
 
     argv = step.get("argv") if isinstance(step, Mapping) else None
@@ -271,7 +271,7 @@ def rerun_step(step: Mapping[str, Any], args: argparse.Namespace, options: Seque
     the recorded working directory."""
     import yaml
 
-    from pipeline.cli import dataset_modules, run_command
+    from pipeline.cli.main import dataset_modules, run_command
 
     args.argv = list(step["argv"])
     args.output = output

@@ -16,7 +16,7 @@ evaluation and cluster proposals for new answers.
 
 Only `questions` runs on Beam (corpus scale); the rest handle ~100 answers per question for
 ~150 questions and run in plain Python. The entry points `add_commands`, `run`, `is_run`,
-`stats` and `demo` are called by pipeline/cli.py.
+`stats` and `demo` are called by pipeline/cli/main.py.
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from data_specs import ProtoqaSpec
 
 # The transforms, the spec models and Beam are imported by the functions that use them, so that
-# `csdata --help` and `protoqa score` start fast; the Beam pipeline lives in pipeline/protoqa_beam.py.
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# `csdata --help` and `protoqa score` start fast; the Beam pipeline lives in pipeline/graphs/protoqa.py.
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = REPO_ROOT / "tests" / "data" / "protoqa"
 RUN_FILE = "run.json"
 
@@ -152,7 +152,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     release.add_argument("--output", required=True)
     release.set_defaults(staged_output=True)   # written beside --output, then swapped in
     add_spec_args(release, "protoqa")
-    from pipeline.releases import add_release_commands
+    from pipeline.cli.releases import add_release_commands
 
     add_release_commands(sub, "protoqa", "a protoqa release", release=False)
 
@@ -357,10 +357,10 @@ def _balanced(summary: dict) -> bool:
 
 def run_questions(spec: ProtoqaSpec, inputs: Sequence[str], output: str, omitted: Sequence[str] = (),
                   flagged: Sequence[str] = (), options: Optional[PipelineOptions] = None) -> dict:
-    """Question curation on Beam (pipeline/protoqa_beam.py); returns the summary (also in
+    """Question curation on Beam (pipeline/graphs/protoqa.py); returns the summary (also in
     OUTPUT/summary.json) and marks OUTPUT as a finished ProtoQA run."""
-    from pipeline import protoqa_beam
-    from pipeline.runner import clear_output
+    from pipeline.engine.runner import clear_output
+    from pipeline.graphs import protoqa as protoqa_beam
 
     clear_output(output.rstrip("/"), (), (RUN_FILE,))
     summary = protoqa_beam.run_questions(spec, inputs, output, omitted, flagged, options)
@@ -521,7 +521,7 @@ def write_hf_release(spec: ProtoqaSpec, inputs: Sequence[str], path: Path, split
     """The release's rows in the Hugging Face layout (data/{validation,test}-*.parquet) and its
     dataset card, beside the protoqa-data JSONL."""
     from data_specs import load_schema
-    from pipeline.releases import default_specs, funnel_section
+    from pipeline.cli.releases import default_specs, funnel_section
     from transforms.core.accounting import STAGE_UNITS
     from transforms.core.provenance import (
         describe_inputs,
@@ -678,7 +678,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     from transforms.protoqa.stats import format_agreement, format_coverage
 
     if command == "reproduce":
-        from pipeline.releases import reproduce_command
+        from pipeline.cli.releases import reproduce_command
 
         return reproduce_command(args, extra)
     spec = load_dataset_spec(ProtoqaSpec, args.spec, args.overrides)

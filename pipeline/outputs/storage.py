@@ -9,11 +9,11 @@ import os
 import tempfile
 from typing import Sequence
 
+from pipeline.engine.runner import beam_options
+from pipeline.engine.stores import describe_storage_error, retry_store_calls
 from pipeline.outputs.paths import download
 from pipeline.outputs.protocol import clean, resolve_run
-from pipeline.runner import beam_options
 from transforms.core.errors import UserError
-from transforms.core.runs import describe_storage_error, retry_store_calls
 
 # Arguments that name the finished run a command reads; `annotations` and the run of a command
 # marked `beam_reader` are read by Beam's workers (on a cluster too), the others by this process.

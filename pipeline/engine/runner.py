@@ -10,9 +10,9 @@ import os
 import shutil
 from typing import TYPE_CHECKING, Optional, Sequence
 
+from pipeline.engine.stores import retry_store_calls
 from transforms.core.errors import UserError
 from transforms.core.models import freeze_heap
-from transforms.core.runs import retry_store_calls
 
 if TYPE_CHECKING:
     import apache_beam as beam
@@ -54,7 +54,7 @@ class _StoreErrorEcho(logging.Filter):
 
 def quiet_beam_noise() -> None:
     """Hide `BEAM_NOISE`, `BEAM_ERROR_ECHO` and `_StoreErrorEcho` in this process (the driver,
-    and each local SDK worker through `pipeline.worker`), unless `csdata -v` set `VERBOSE_ENV`;
+    and each local SDK worker through `pipeline.engine.worker`), unless `csdata -v` set `VERBOSE_ENV`;
     other warnings and logs still show."""
     import warnings
 
@@ -73,10 +73,10 @@ def quiet_beam_noise() -> None:
 
 def beam_options(extra: Sequence[str]) -> PipelineOptions:
     """PipelineOptions from the arguments csdata did not consume, with the offline runner default
-    and, for a Flink cluster, csdata's defaults for it (`pipeline.flink`)."""
+    and, for a Flink cluster, csdata's defaults for it (`pipeline.engine.flink`)."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipeline.flink import cluster_args
+    from pipeline.engine.flink import cluster_args
 
     args = [f"--runner={DEFAULT_RUNNER}" if a == "--runner=FnApiRunner" else a for a in extra]
     if not any(a == "--runner" or a.startswith("--runner=") for a in args):
@@ -98,7 +98,7 @@ def default_options() -> PipelineOptions:
 # they come from the heap, whose freed space stays in the process: a `multi_processing` worker
 # at 1,200 articles ended with 178 MiB free in its heap and 72 MiB in use (80 and 67 at 120).
 # A fixed threshold (which also stops the raising) keeps such blocks out of the heap. 8 MiB: the
-# workers' data messages are at most 1 MiB now (`pipeline.worker`), and a lower threshold costs
+# workers' data messages are at most 1 MiB now (`pipeline.engine.worker`), and a lower threshold costs
 # spaCy's per-batch arrays an mmap and its page faults each (128 KiB: +19% worker CPU; 1 MiB: 2
 # workers 1.59-1.61x one worker at 360 articles against 1.71-1.74x at 8 MiB, medians of two
 # alternating rounds in each order; a worker's peak at 10x the input 1.13x against 1.15x).
@@ -113,7 +113,7 @@ def bound_worker_heap() -> None:
     os.environ.setdefault(MALLOC_ENV, str(MALLOC_MMAP_THRESHOLD))
 
 
-WORKER_PLUGIN = "pipeline.worker"   # imported by each SDK worker as it starts (by name: see there)
+WORKER_PLUGIN = "pipeline.engine.worker"   # imported by each SDK worker as it starts (by name: see there)
 
 
 def name_worker_plugin(options: PipelineOptions) -> None:
@@ -158,7 +158,7 @@ def run_pipeline(pipeline: beam.Pipeline):
 
     The first run in a process first freezes what the process holds (`freeze_heap`): its
     modules, the spec and the graph stay for the run, and full collections skip them."""
-    from pipeline.flink import cluster_master, run_on_cluster
+    from pipeline.engine.flink import cluster_master, run_on_cluster
     from transforms.core.progress import RunProgress
 
     bound_worker_heap()
@@ -212,7 +212,7 @@ def check_inputs(patterns: Sequence[str]) -> None:
     """Every input pattern (file, directory or glob; local or on an object store) must match at
     least one file. Only a first match is looked for: the pipeline matches the patterns itself
     (`transforms.core.files`), so no list of the files is built here."""
-    from transforms.core.runs import check_patterns
+    from pipeline.engine.stores import check_patterns
 
     remote = [p for p in patterns if "://" in p]
     if remote:

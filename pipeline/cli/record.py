@@ -11,7 +11,7 @@
     csdata record export out/rec --format record-json --output rec.json    # ReCoRD JSON
     csdata stats out/rec                                                   # beside the paper's Table 1
 
-The entry points `add_commands`, `run`, `is_run`, `stats` and `demo` are called by pipeline/cli.py.
+The entry points `add_commands`, `run`, `is_run`, `stats` and `demo` are called by pipeline/cli/main.py.
 """
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
 
 # Beam and the transforms are imported by the functions that use them, so that `csdata --help`,
-# `record export` and `stats` start fast; the pipelines live in pipeline/record_beam.py.
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# `record export` and `stats` start fast; the pipelines live in pipeline/graphs/record.py.
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_DATA = REPO_ROOT / "tests" / "data" / "record"
 
-# The names of pipeline/record_beam.py this module has always offered (`from pipeline.record
+# The names of pipeline/graphs/record.py this module has always offered (`from pipeline.cli.record
 # import run_record`), imported on first use.
 
 
@@ -176,7 +176,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                              "superglue-jsonl: one passage per line as in SuperGLUE")
     export.add_argument("--output", default="-", help="file to write (default: stdout)")
 
-    from pipeline.releases import add_release_commands
+    from pipeline.cli.releases import add_release_commands
 
     add_release_commands(record_cmds, "record", "a generate, filter or hits import run")
 
@@ -212,7 +212,7 @@ def reuse_line(entry: dict) -> str:
 
 def _generate(args, options: PipelineOptions) -> int:
     from data_specs import RecordSpec, load_dataset_spec
-    from pipeline.record_beam import run_record, with_annotator
+    from pipeline.graphs.record import run_record, with_annotator
     from transforms.core.accounting import STAGE_UNITS, format_summary
     from transforms.core.io import read_summary
     from transforms.record.annotate.stage import check_cacheable
@@ -234,7 +234,7 @@ def _generate(args, options: PipelineOptions) -> int:
 
 def _annotate(args, options: PipelineOptions) -> int:
     from data_specs import RecordSpec, load_dataset_spec
-    from pipeline.record_beam import run_annotate
+    from pipeline.graphs.record import run_annotate
     from transforms.core.accounting import STAGE_UNITS, format_summary
     from transforms.core.io import read_summary
 
@@ -247,7 +247,7 @@ def _annotate(args, options: PipelineOptions) -> int:
 
 def _compare(args, options: PipelineOptions) -> int:
     from data_specs import RecordSpec, load_dataset_spec
-    from pipeline.record_beam import run_compare
+    from pipeline.graphs.record import run_compare
 
     spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     report = run_compare(spec, args.a, args.b, args.input, args.output, args.url_list, options)
@@ -264,7 +264,7 @@ def _compare(args, options: PipelineOptions) -> int:
 
 def _annotation_inputs(args, options: PipelineOptions) -> int:
     from data_specs import RecordSpec, load_dataset_spec
-    from pipeline.record_beam import run_annotation_inputs
+    from pipeline.graphs.record import run_annotation_inputs
 
     spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     run_annotation_inputs(spec, args.input, args.output, args.url_list, options)
@@ -274,7 +274,7 @@ def _annotation_inputs(args, options: PipelineOptions) -> int:
 
 def _filter(args, options: PipelineOptions) -> int:
     from data_specs import RecordSpec, load_dataset_spec
-    from pipeline.record_beam import run_filter
+    from pipeline.graphs.record import run_filter
     from transforms.core.accounting import STAGE_UNITS, format_summary
     from transforms.record.machine_filter import format_filter_summary
 
@@ -339,7 +339,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     """Run the parsed `csdata record ...` command; `extra` (unknown arguments) go to Beam."""
     command = args.record_command
     if command == "reproduce":   # the user's Beam options apply to the steps it reruns
-        from pipeline.releases import reproduce_command
+        from pipeline.cli.releases import reproduce_command
 
         return reproduce_command(args, extra)
     if command in BEAM_COMMANDS:
@@ -355,7 +355,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     if command == "export":
         return _export(args)
     if command == "release":
-        from pipeline.releases import release_command
+        from pipeline.cli.releases import release_command
 
         return release_command(args, build_release)
     raise SystemExit(f"unknown record command {command!r}")
@@ -372,7 +372,7 @@ copyright stays with CNN and the Daily Mail; use for research only."""
 def build_release(run_dir: str, provenance: Optional[dict]):
     """The `Release` of a ReCoRD run: configs `passages` (the official JSON shape) and `queries`."""
     from data_specs import load_schema
-    from pipeline.releases import release_metadata, run_card_sections, spec_of
+    from pipeline.cli.releases import release_metadata, run_card_sections, spec_of
     from transforms.core.release import Config, Release
     from transforms.record.export import CITATION, release_rows
 
@@ -426,7 +426,7 @@ def stats(path) -> str:
 def demo(output_dir: Path, make_options) -> bool:
     """Stages 1-3 on the sample corpus in tests/data/record; False when a stage lost records."""
     from data_specs import RecordSpec, load_dataset_spec
-    from pipeline.record_beam import run_filter, run_record
+    from pipeline.graphs.record import run_filter, run_record
     from transforms.core.accounting import STAGE_UNITS, format_summary
     from transforms.core.io import read_summary
     from transforms.record.machine_filter import format_filter_summary

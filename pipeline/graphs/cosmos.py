@@ -1,4 +1,4 @@
-"""Cosmos QA stage 1 as a Beam pipeline; imported by `pipeline.cosmos` only when it runs."""
+"""Cosmos QA stage 1 as a Beam pipeline; imported by `pipeline.cli.cosmos` only when it runs."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +8,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs.models import CosmosSpec
-from pipeline.runner import clear_output, new_pipeline, run_pipeline
+from pipeline.engine.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.io import read_summary
 from transforms.core.memo import resume_work
 from transforms.core.models import check_spacy
@@ -29,7 +29,7 @@ from transforms.cosmos.read import ReadStories
 from transforms.cosmos.scorers import check_scorer
 from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_DATA = REPO_ROOT / "tests" / "data" / "cosmos"
 PARAGRAPH_TABLES = ("paragraphs", "rejects")
 STAGE_ORDER = [READ_STAGE, STORY_STAGE, STORY_SAMPLE_STAGE, SENTENCE_STAGE, COHERENCE_STAGE, SEGMENT_STAGE,

@@ -1,6 +1,6 @@
 """ReCoRD's Beam pipelines (stages 1-3) and the library calls that run them.
 
-Imported by `pipeline.record` only when a command runs a pipeline, so that `csdata --help`,
+Imported by `pipeline.cli.record` only when a command runs a pipeline, so that `csdata --help`,
 `record export` and `stats` never import Beam.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs import RecordSpec
-from pipeline.runner import clear_output, new_pipeline, run_pipeline
+from pipeline.engine.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.accounting import Reject
 from transforms.core.coders import RejectCoder  # noqa: F401  (registers the coder of Reject)
 from transforms.core.dedup import DEDUP_NEAR, SIGNATURE, DropNearDuplicates, MinHasher

@@ -1,7 +1,7 @@
 """Running csdata's pipelines on a Flink cluster: `--runner=FlinkRunner --flink_master=HOST:PORT`
 is all a user adds, and csdata fills in what Beam's defaults get wrong without Docker.
 
-- The SDK harness: `--environment_type=PROCESS` with `csdata-sdk-worker` (`pipeline.worker_boot`,
+- The SDK harness: `--environment_type=PROCESS` with `csdata-sdk-worker` (`pipeline.engine.worker_boot`,
   installed with csdata beside this Python) as the boot command, so each TaskManager starts its
   own Python workers. Beam's default asks for Docker; LOOPBACK would run all Python work in the
   submitting process.
@@ -387,7 +387,7 @@ class JobMonitor:
         job that then fails for good is reported by `run_on_cluster`). A failure that a restart
         cannot mend (a full disk, a bucket that refuses writes) cancels the job at once instead
         of letting the restart strategy rerun it to the same end."""
-        from transforms.core.runs import permanent_storage_failure
+        from pipeline.engine.stores import permanent_storage_failure
 
         if self.job_id is None or self.fatal is not None:
             return
@@ -453,7 +453,7 @@ def run_on_cluster(pipeline: Any, master: str, progress: Optional[Any] = None) -
     from apache_beam.options.pipeline_options import GoogleCloudOptions
 
     from transforms.core.errors import JobFailed
-    from transforms.core.reporting import enabled_by_env
+    from transforms.core.progress_lines import enabled_by_env
 
     job_name = pipeline.options.view_as(GoogleCloudOptions).job_name
     job_errors = JobErrors()

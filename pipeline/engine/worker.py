@@ -1,6 +1,6 @@
 """What csdata sets in each Beam SDK worker process as it starts.
 
-`pipeline.runner.run_pipeline` names this module in the run's `--beam_plugins`, which a worker
+`pipeline.engine.runner.run_pipeline` names this module in the run's `--beam_plugins`, which a worker
 imports before it opens its data channel: the local runner's `multi_processing` workers and a
 remote runner's alike (a worker that cannot import it logs Beam's warning and runs unchanged).
 Importing it changes the importing process, so nothing in csdata imports it; the driver and the
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pipeline.runner import quiet_beam_noise
-from transforms.core.runs import retry_store_calls
+from pipeline.engine.runner import quiet_beam_noise
+from pipeline.engine.stores import retry_store_calls
 
 # A worker sends each output of a bundle to the runner in messages that Beam's data plane fills
 # up to 10 MiB before sending (`_DEFAULT_SIZE_FLUSH_THRESHOLD`; no pipeline option sets it), and

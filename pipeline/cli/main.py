@@ -18,16 +18,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
-from pipeline.outputs.protocol import discard_active
-from pipeline.provenance import describe, record_provenance
-from pipeline.runner import (
+from pipeline.cli.provenance import describe, record_provenance
+from pipeline.engine.runner import (
     VERBOSE_ENV,
     beam_options,
     check_beam_args,
     check_inputs,
     quiet_beam_noise,
 )
-from pipeline.storage import (
+from pipeline.engine.stores import is_no_space, storage_reason
+from pipeline.outputs.protocol import discard_active
+from pipeline.outputs.storage import (
     clean_output,
     names_remote,
     resolve_runs,
@@ -35,8 +36,7 @@ from pipeline.storage import (
     use_store_options,
 )
 from transforms.core.errors import JobFailed, StorageError, UserError
-from transforms.core.reporting import ENABLED_ENV as PROGRESS_ENV
-from transforms.core.runs import is_no_space, storage_reason
+from transforms.core.progress_lines import ENABLED_ENV as PROGRESS_ENV
 
 QUIET_FLAGS = {"-q", "--quiet"}
 EXIT_USER_ERROR = 2        # argparse's code for usage errors, used for every user error
@@ -50,7 +50,7 @@ EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE, as shells report a closed pipe
 #   is_run(path) -> bool, stats(path) -> str   `csdata stats` for its output directories
 #   demo(output_dir, make_options)          its part of `csdata demo`; returning False (a stage
 #                                           lost records) makes the demo exit with status 3
-DATASET_MODULES = ("pipeline.record", "pipeline.cosmos", "pipeline.protoqa")
+DATASET_MODULES = ("pipeline.cli.record", "pipeline.cli.cosmos", "pipeline.cli.protoqa")
 
 
 @lru_cache(maxsize=1)
@@ -65,7 +65,7 @@ def csdata_version() -> str:
 
 
 def __getattr__(name: str) -> str:
-    """`pipeline.cli.__version__`, computed when first asked for."""
+    """`pipeline.cli.main.__version__`, computed when first asked for."""
     if name == "__version__":
         return csdata_version()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -321,7 +321,7 @@ def _written_tables(output: str) -> str:
     tables = sorted(p.name for p in Path(output).iterdir() if p.is_dir() and any(p.glob("*.parquet")))
     if not tables:
         return ""
-    from transforms.core.reporting import format_written  # pyarrow: only for runs that wrote Parquet
+    from transforms.core.progress_lines import format_written  # pyarrow: only for runs that wrote Parquet
 
     return f"\n{format_written(output, tables)}"
 
@@ -386,7 +386,7 @@ def _fail(error: BaseException, debug: bool) -> int:
     except Exception as error:
         # A full disk wherever it struck (taking the lease, writing the commit): one line, not
         # a traceback; any other exception is a bug, shown with its traceback.
-        from transforms.core.runs import is_no_space
+        from pipeline.engine.stores import is_no_space
 
         if not is_no_space(error):
             raise
@@ -402,8 +402,8 @@ def _interrupt(signum: int, frame) -> None:
     where a Python exception aborts the process instead of unwinding it.
     """
     # First, as a job left running would write on into staging. Only a run that set up a cluster
-    # run has imported pipeline.flink (its urllib would slow every start).
-    flink = sys.modules.get("pipeline.flink")
+    # run has imported pipeline.engine.flink (its urllib would slow every start).
+    flink = sys.modules.get("pipeline.engine.flink")
     cancelled = flink.cancel_running_jobs() if flink is not None else []
     discard_active()
     jobs = "".join(f"; Flink job {job_id} cancelled" for job_id in cancelled)

@@ -1,11 +1,11 @@
 """Provenance of every output directory and `csdata describe` (no Beam; `describe` loads pyarrow only).
 
-* `record_provenance(folder, args)`: called by `pipeline.cli` for every command that wrote an
+* `record_provenance(folder, args)`: called by `pipeline.cli.main` for every command that wrote an
   output directory; writes `provenance.json` (`transforms.core.provenance`): the command line,
   the working directory, every input file (path, size, sha256), the validated spec, the versions
   of csdata, its libraries and the model packages, the stage tallies, and the steps of the runs
   it read (an argument naming a directory that has a `provenance.json`), which
-  `csdata DATASET reproduce` (`pipeline.releases`) reruns.
+  `csdata DATASET reproduce` (`pipeline.cli.releases`) reruns.
 * `describe(path)`: `csdata describe FILE`: file metadata, rows, fields with types and descriptions.
 """
 from __future__ import annotations

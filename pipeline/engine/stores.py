@@ -25,7 +25,7 @@ def retry_store_calls() -> None:
     that is away for a while: botocore's "standard" retries, 10 attempts with exponential
     backoff capped at 20 s (about a minute in all), instead of its "legacy" 5 attempts within a
     few seconds. Settings the user made (`AWS_RETRY_MODE`, `AWS_MAX_ATTEMPTS`, ~/.aws/config)
-    win; called by the driver and by every SDK worker (`pipeline.worker`)."""
+    win; called by the driver and by every SDK worker (`pipeline.engine.worker`)."""
     if not os.environ.get("AWS_RETRY_MODE") and not os.environ.get("AWS_MAX_ATTEMPTS"):
         os.environ["AWS_RETRY_MODE"] = RETRY_MODE
         os.environ["AWS_MAX_ATTEMPTS"] = str(RETRY_ATTEMPTS)

@@ -8,7 +8,7 @@ provision service for the job's pipeline options and endpoints, fetches the job'
 (the pickled main session, extra packages), installs the staged packages into a folder of this
 worker's own (first on its `PYTHONPATH`; the node's Python is never changed), and starts Beam's
 `sdk_worker_main` in the same Python with them. `csdata`'s installation on every node provides
-the rest (Beam, spaCy and its model, the `pipeline.worker` plugin the options name).
+the rest (Beam, spaCy and its model, the `pipeline.engine.worker` plugin the options name).
 
 The worker runs as a child of this process, which removes the staging directory it made once the
 worker exits (an exec would leave one directory in /tmp per worker ever started); the worker dies
