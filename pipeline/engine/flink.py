@@ -328,7 +328,7 @@ def failure_line(job_id: str, entry: dict) -> str:
 
 class JobMonitor:
     """While a job runs on the cluster: prints its id and web UI link once, hands the job's
-    counters to the run's progress line (`transforms.core.progress.RunProgress.commit`: the
+    counters to the run's progress line (`pipeline.engine.progress.RunProgress.commit`: the
     counters of the tasks that finished; the Python workers on the driver's machine send their
     live counts to it themselves), and prints a line for each task failure that Flink's restart
     strategy answers."""
@@ -448,7 +448,7 @@ def cancel_job(master: str, job_id: str) -> None:
 
 def run_on_cluster(pipeline: Any, master: str, progress: Optional[Any] = None) -> Any:
     """Run `pipeline` on the Flink cluster at `master` to the end, with `JobMonitor` showing it
-    (its counters into `progress`, a `transforms.core.progress.RunProgress`); a failed job
+    (its counters into `progress`, a `pipeline.engine.progress.RunProgress`); a failed job
     raises `JobFailed` with its id and first worker error."""
     from apache_beam.options.pipeline_options import GoogleCloudOptions
 

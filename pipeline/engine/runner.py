@@ -8,11 +8,11 @@ import glob
 import logging
 import os
 import shutil
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
 from pipeline.engine.stores import retry_store_calls
 from transforms.core.errors import UserError
-from transforms.core.models import freeze_heap
+from transforms.core.heap import freeze_heap
 
 if TYPE_CHECKING:
     import apache_beam as beam
@@ -151,15 +151,41 @@ def new_pipeline(options: Optional[PipelineOptions] = None) -> beam.Pipeline:
     return pipeline
 
 
+# Beam's state sampler (a thread per bundle that times the steps for the execution-time
+# metrics) sleeps in periods that grow from 2 ms up to 200 ms, and a bundle's end waits for its
+# current sleep. Runs in process are chains of short fused stages, one bundle each, so every
+# stage would wait; the sampler sleeps without the GIL, so waking often costs the steps nothing.
+SAMPLING_PERIOD_MS = 1
+
+
+@contextlib.contextmanager
+def short_state_sampling(period_ms: int = SAMPLING_PERIOD_MS) -> Iterator[None]:
+    """Within this block, the bundles that Beam's SDK harness starts in this process (the local
+    runner in process) sample at most every `period_ms` (Beam's default: 200 ms), so a bundle's
+    end waits at most that long for the sampler thread. No effect on other processes' workers."""
+    from apache_beam.runners.worker import statesampler
+
+    init = statesampler.StateSampler.__init__
+    defaults = init.__defaults__
+    if defaults is None or len(defaults) != 1:   # another Beam's signature: leave it alone
+        yield
+        return
+    init.__defaults__ = (period_ms,)
+    try:
+        yield
+    finally:
+        init.__defaults__ = defaults
+
+
 def run_pipeline(pipeline: beam.Pipeline):
     """Run `pipeline` (best made by `new_pipeline`) to the end, its local workers with
     `bound_worker_heap` and its progress on one line of this process's stderr
-    (`transforms.core.progress.RunProgress`); returns its result.
+    (`pipeline.engine.progress.RunProgress`); returns its result.
 
     The first run in a process first freezes what the process holds (`freeze_heap`): its
     modules, the spec and the graph stay for the run, and full collections skip them."""
     from pipeline.engine.flink import cluster_master, run_on_cluster
-    from transforms.core.progress import RunProgress
+    from pipeline.engine.progress import RunProgress
 
     bound_worker_heap()
     freeze_heap("run")
@@ -168,8 +194,9 @@ def run_pipeline(pipeline: beam.Pipeline):
         if master is not None:
             result = run_on_cluster(pipeline, master, progress)
         else:
-            result = pipeline.run()
-            result.wait_until_finish()
+            with short_state_sampling():
+                result = pipeline.run()
+                result.wait_until_finish()
         progress.finish(result)
     return result
 

@@ -5,7 +5,6 @@ Imported by `pipeline.cli.record` only when a command runs a pipeline, so that `
 """
 from __future__ import annotations
 
-import contextlib
 import json
 from fractions import Fraction
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
@@ -18,7 +17,7 @@ from data_specs import RecordSpec
 from pipeline.engine.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.accounting import Reject
 from transforms.core.coders import RejectCoder  # noqa: F401  (registers the coder of Reject)
-from transforms.core.dedup import DEDUP_NEAR, SIGNATURE, DropNearDuplicates, MinHasher
+from transforms.core.dedup import DEDUP_NEAR, SIGNATURE_SIDE, DropNearDuplicates, MinHasher
 from transforms.core.errors import UserError
 from transforms.core.io import read_summary, write_json
 from transforms.core.memo import resume_work
@@ -127,7 +126,7 @@ class GenerateRecord(beam.PTransform):
         if self._annotations:   # one pass over the stored shards: rows for Annotate, signatures for dedup
             read = pbegin | "StoredAnnotations" >> ReadStoredAnnotations(
                 self._annotations, minhash_key(near.shingle_size, near.num_perm, spec.seed))
-            stored, signatures = read.rows, (read[SIGNATURES] if near.enabled else None)
+            stored, signatures = read.rows, (read[SIGNATURE_OUTPUT] if near.enabled else None)
         split = StageStep(SPLIT, make_split_fn(passage))
         if near.enabled:
             size = near.shingle_size
@@ -170,12 +169,12 @@ def write_with_rejects(tables: dict[str, beam.PCollection], ledger: Ledger, out:
         out, names, shards, file_metadata=file_metadata, row_of={"rejects": Reject.row})
 
 
-SIGNATURES = "signatures"
+SIGNATURE_OUTPUT = "signatures"
 
 
 class ReadStoredAnnotations(beam.PTransform):
     """The rows stored under `path` (a `csdata record annotate` output), keyed for `Annotate`'s
-    join (`stage.keyed_stored_rows`), and on the SIGNATURES output the MinHash signatures made
+    join (`stage.keyed_stored_rows`), and on the SIGNATURE_OUTPUT output the MinHash signatures made
     as `key` says, keyed for `DropNearDuplicates` (`stage.keyed_stored_signatures`): one read."""
 
     def __init__(self, path: str, key: str):
@@ -187,45 +186,17 @@ class ReadStoredAnnotations(beam.PTransform):
         shards = matching_paths(f"{self._path}/{ANNOTATIONS_TABLE}/*.parquet")
         return (pbegin | "Shards" >> beam.Create(shards)
                 | "Read" >> beam.FlatMap(stored_rows_and_signatures, self._key)
-                .with_outputs(SIGNATURES, main="rows"))
+                .with_outputs(SIGNATURE_OUTPUT, main="rows"))
 
 
 def stored_rows_and_signatures(path: str, key: str) -> Iterator[Any]:
-    """`keyed_stored_rows` of one shard, and its `keyed_stored_signatures` on SIGNATURES (the
+    """`keyed_stored_rows` of one shard, and its `keyed_stored_signatures` on SIGNATURE_OUTPUT (the
     signature columns left out of the rows)."""
     for row in parquet_rows(path, (*UNIT_COLUMNS, "minhash_key", "minhash")):
         made, signature = row.pop("minhash_key", None), row.pop("minhash", None)
         if made == key and signature:
-            yield beam.pvalue.TaggedOutput(SIGNATURES, (row["article_id"], (SIGNATURE, (row["text_hash"], signature))))
+            yield beam.pvalue.TaggedOutput(SIGNATURE_OUTPUT, (row["article_id"], (SIGNATURE_SIDE, (row["text_hash"], signature))))
         yield row["article_id"], (STORED_SIDE, row)
-
-
-# Beam's state sampler (a thread per bundle that times the steps for the execution-time
-# metrics) sleeps in periods that grow by 1.2x from 2 ms up to 200 ms, and a bundle's end waits
-# for its current sleep: about a tenth of each bundle's wall time, up to 100 ms. A run from
-# stored annotations is a chain of short fused stages, each one bundle in process, so 1 ms: the
-# 19 bundles of such a run waited 25-32 ms in all at 5 ms, 7-11 ms at 1 ms (the sampler sleeps
-# without the GIL, so waking more often costs the steps nothing measurable).
-SAMPLING_PERIOD_MS = 1
-
-
-@contextlib.contextmanager
-def short_state_sampling(period_ms: int = SAMPLING_PERIOD_MS) -> Iterator[None]:
-    """Within this block, the bundles that Beam's SDK harness starts in this process (the local
-    runner in process) sample at most every `period_ms` (Beam's default: 200 ms), so a bundle's
-    end waits at most that long for the sampler thread. No effect on other processes' workers."""
-    from apache_beam.runners.worker import statesampler
-
-    init = statesampler.StateSampler.__init__
-    defaults = init.__defaults__
-    if defaults is None or len(defaults) != 1:   # another Beam's signature: leave it alone
-        yield
-        return
-    init.__defaults__ = (period_ms,)
-    try:
-        yield
-    finally:
-        init.__defaults__ = defaults
 
 
 def reuse_summary(counts: dict[str, int], source: str) -> dict:
@@ -253,8 +224,7 @@ def run_record(spec: RecordSpec, inputs: Sequence[str], output: str, url_lists: 
     pipeline | "GenerateRecord" >> GenerateRecord(
         spec, inputs, output, url_lists, annotations=annotations,
         file_metadata=file_metadata(spec, [*inputs, *url_lists]), work=work)
-    with short_state_sampling():
-        result = run_pipeline(pipeline)
+    result = run_pipeline(pipeline)
     if annotations:
         path = f"{output.rstrip('/')}/summary.json"
         summary = read_summary(path)
@@ -342,8 +312,7 @@ def run_annotate(spec: RecordSpec, inputs: Sequence[str], output: str,
     pipeline = new_pipeline(options)
     pipeline | "AnnotateRecord" >> AnnotateRecordArticles(
         spec, inputs, output, file_metadata=file_metadata(spec, inputs), work=work)
-    with short_state_sampling():
-        return run_pipeline(pipeline)
+    return run_pipeline(pipeline)
 
 
 class FilterRecord(beam.PTransform):

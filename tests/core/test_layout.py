@@ -1,7 +1,9 @@
 """The layout rules of the design card, checked on the source: imports run one way
 (data_specs <- filters <- transforms/core <- transforms/<dataset> <- pipeline), never between
 datasets, never into private names, and never in a cycle (function-level imports count too, so a
-cycle cannot hide behind one)."""
+cycle cannot hide behind one). Inside `pipeline/` the four rooms import one way too:
+cli -> graphs -> engine, cli -> outputs -> engine; the engine and the outputs never import a
+dataset, and a dataset's graph or commands import only that dataset. Every module stays small."""
 from __future__ import annotations
 
 import ast
@@ -13,6 +15,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("data_specs", "filters", "transforms", "pipeline")
 DATASETS = ("record", "cosmos", "protoqa")
+ROOMS = ("cli", "graphs", "engine", "outputs")
+# Which rooms of `pipeline/` each room may import (besides itself).
+ROOM_IMPORTS = {"cli": {"graphs", "engine", "outputs"}, "graphs": {"engine"}, "outputs": {"engine"},
+                "engine": set()}
+# A module of one concern reads in one sitting; past this it holds two.
+MAX_MODULE_LINES = 420
 
 
 class Import(NamedTuple):
@@ -150,6 +158,77 @@ def test_no_import_cycles():
         if module not in state:
             visit(module, [])
     assert [" -> ".join(c) for c in cycles] == []
+
+
+def room(module: str) -> str:
+    """The room of a `pipeline` module ('' for the package itself and for other packages)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "pipeline" and len(parts) > 1 else ""
+
+
+def dataset_of(module: str) -> str:
+    """The dataset a module belongs to: transforms.<dataset>.*, pipeline.<room>.<dataset>."""
+    parts = module.split(".")
+    if parts[0] == "transforms" and len(parts) > 1 and parts[1] in DATASETS:
+        return parts[1]
+    if parts[0] == "pipeline" and len(parts) > 2 and parts[2] in DATASETS:
+        return parts[2]
+    return ""
+
+
+def room_breaches(imports: list[Import]) -> list[str]:
+    """Imports between `pipeline` rooms against ROOM_IMPORTS, and dataset imports out of place:
+    the engine or the outputs importing a dataset, one dataset's graph or commands another's."""
+    found = []
+    for imp in imports:
+        source, target = room(imp.source), room(imp.target)
+        if source and target and source != target and target not in ROOM_IMPORTS[source]:
+            found.append(where(imp))
+        wanted = dataset_of(imp.target) if imp.target.startswith("transforms.") else ""
+        if source in ("engine", "outputs") and wanted:
+            found.append(where(imp))
+        elif source and wanted and dataset_of(imp.source) not in ("", wanted):
+            found.append(where(imp))
+    return found
+
+
+def test_pipeline_is_four_rooms():
+    loose = [m for m in MODULES if m.startswith("pipeline.") and room(m) not in ROOMS]
+    assert loose == []
+
+
+def test_rooms_import_one_way():
+    assert room_breaches(ALL_IMPORTS) == []
+
+
+def test_modules_stay_small():
+    long = [f"{path.relative_to(ROOT)}: {n} lines" for path in MODULES.values()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
+    assert long == []
+
+
+@pytest.mark.parametrize("source, target, breach", [
+    ("pipeline.engine.runner", "pipeline.graphs.record", True),
+    ("pipeline.engine.runner", "transforms.record.read", True),
+    ("pipeline.outputs.protocol", "transforms.cosmos.read", True),
+    ("pipeline.graphs.record", "pipeline.cli.main", True),
+    ("pipeline.graphs.record", "transforms.cosmos.read", True),
+    ("pipeline.cli.protoqa", "transforms.record.read", True),
+    ("pipeline.graphs.record", "pipeline.engine.runner", False),
+    ("pipeline.graphs.record", "transforms.record.read", False),
+    ("pipeline.cli.main", "pipeline.outputs.protocol", False),
+    ("pipeline.outputs.storage", "pipeline.engine.stores", False),
+    ("pipeline.engine.runner", "transforms.core.progress", False),
+])
+def test_room_rules_classify_examples(source, target, breach):
+    """The room rules themselves, on hand-picked imports (modules need not exist)."""
+    saved = dict(MODULES)
+    MODULES.setdefault(source, ROOT / "x.py")
+    try:
+        assert bool(room_breaches([Import(source, target, (), 1)])) == breach
+    finally:
+        MODULES.clear()
+        MODULES.update(saved)
 
 
 @pytest.mark.parametrize("source, target, expected", [

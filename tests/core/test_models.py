@@ -56,21 +56,21 @@ def _exit_report(code: str) -> str:
 
 
 def test_freeze_heap_at_exit_freezes_the_heap_once_the_process_exits():
-    register = "from transforms.core.models import freeze_heap_at_exit; "
+    register = "from transforms.core.heap import freeze_heap_at_exit; "
     assert _exit_report(register + "print('live', gc.get_freeze_count())") == "live 0\nfrozen False"
     assert _exit_report(register + "freeze_heap_at_exit(); freeze_heap_at_exit(); "
                         "print('live', gc.get_freeze_count())") == "live 0\nfrozen True"
 
 
 def test_freeze_heap_at_exit_registers_one_handler_per_process():
-    code = ("import atexit; from transforms.core.models import freeze_heap_at_exit; "
+    code = ("import atexit; from transforms.core.heap import freeze_heap_at_exit; "
             "before = atexit._ncallbacks(); freeze_heap_at_exit(); freeze_heap_at_exit(); "
             "print(atexit._ncallbacks() - before)")
     assert python_output(code) == "1"
 
 
 def test_freeze_heap_freezes_once_per_process_for_each_moment():
-    code = ("import gc; from transforms.core.models import freeze_heap; "
+    code = ("import gc; from transforms.core.heap import freeze_heap; "
             "freeze_heap('run'); first = gc.get_freeze_count(); kept = [[] for _ in range(1000)]; "
             "freeze_heap('run'); again = gc.get_freeze_count(); freeze_heap('model'); "
             "print(first > 0, again == first, gc.get_freeze_count() >= first + 1000)")

@@ -243,7 +243,7 @@ def check_near_duplicate_rejects(stored: list, expected: list[tuple[str, str]]) 
 
 
 def test_a_stored_signature_replaces_hashing_only_for_the_text_it_was_made_from():
-    from transforms.core.dedup import SIGNATURE, MinHasher
+    from transforms.core.dedup import SIGNATURE_SIDE, MinHasher
     from transforms.record.curate import shingles
 
     a, b = two_articles()
@@ -252,15 +252,15 @@ def test_a_stored_signature_replaces_hashing_only_for_the_text_it_was_made_from(
     check_near_duplicate_rejects([], [])
     # b2's stored signature is a1's, made from b2's text: it is used, so b2 (the larger id) is
     # dropped as similar to a1.
-    stored_for_b = ("b2", (SIGNATURE, (text_hash(b), [int(v) for v in a_signature])))
+    stored_for_b = ("b2", (SIGNATURE_SIDE, (text_hash(b), [int(v) for v in a_signature])))
     check_near_duplicate_rejects([stored_for_b], [("b2", "similar to a1")])
     # Made from another text (the article changed since): ignored, b2's shingles are hashed.
-    stale = ("b2", (SIGNATURE, ("another text", [int(v) for v in a_signature])))
+    stale = ("b2", (SIGNATURE_SIDE, ("another text", [int(v) for v in a_signature])))
     check_near_duplicate_rejects([stale], [])
 
 
 def test_stored_signature_rows_read_back_as_the_computed_signature(tmp_path):
-    from transforms.core.dedup import SIGNATURE, MinHasher
+    from transforms.core.dedup import SIGNATURE_SIDE, MinHasher
     from transforms.record.annotate.stage import keyed_stored_signatures
     from transforms.record.annotate.store import minhash_key
     from transforms.record.curate import shingles
@@ -273,7 +273,7 @@ def test_stored_signature_rows_read_back_as_the_computed_signature(tmp_path):
     write_rows([row, other], "record", "annotations", tmp_path / "annotations")
     [path] = sorted((tmp_path / "annotations").glob("*.parquet"))
     found = list(keyed_stored_signatures(str(path), key))   # x9's was made another way
-    assert [(i, side, h) for i, (side, (h, _)) in found] == [("a1", SIGNATURE, text_hash(a))]
+    assert [(i, side, h) for i, (side, (h, _)) in found] == [("a1", SIGNATURE_SIDE, text_hash(a))]
     restored = MinHasher(0.8, 128, 1).from_values(found[0][1][1][1])
     assert restored.dtype == signature.dtype and (restored == signature).all()
 

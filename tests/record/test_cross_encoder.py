@@ -227,7 +227,7 @@ def test_training_stops_when_the_held_out_accuracy_stops_rising(examples):
 MEMORY_PROBE = """
 import json, resource
 from tests.record.test_cross_encoder import TRIPLES, _reader
-from transforms.core.models import release_memory
+from transforms.core.heap import release_memory
 
 def rss():
     return int(open('/proc/self/statm').read().split()[1]) * 4096 / 2**20

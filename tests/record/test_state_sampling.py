@@ -3,7 +3,7 @@ import pytest
 from apache_beam.runners.worker import statesampler
 from apache_beam.utils.counters import CounterFactory
 
-from pipeline.graphs.record import short_state_sampling
+from pipeline.engine.runner import short_state_sampling
 
 
 def period_of_a_new_sampler() -> int:

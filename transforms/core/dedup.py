@@ -128,12 +128,12 @@ class SignFn(beam.DoFn):
         for band_key in self._hasher.band_keys(signature):
             yield band_key, (record_id, signature, self._payload(element))
 
-ELEMENT, SIMILAR_TO, SIGNATURE = 0, 1, 2     # which side of a join a keyed value comes from
+ELEMENT, SIMILAR_TO, SIGNATURE_SIDE = 0, 1, 2     # which side of a join a keyed value comes from
 KEYED = "keyed"
 
 
 class SignWithStoredFn(beam.DoFn):
-    """Like `SignFn`, on an id's element joined with signatures made earlier (`(SIGNATURE,
+    """Like `SignFn`, on an id's element joined with signatures made earlier (`(SIGNATURE_SIDE,
     (content key, signature values))` values): a signature whose content key is the element's
     is used, otherwise the signature is computed. Also emits `(id, (ELEMENT, element))` on the
     KEYED output, for the join with the verdicts."""
@@ -182,7 +182,7 @@ class DropNearDuplicates(beam.PTransform):
     (on `payload(element)`s) can veto a pair the estimate calls similar. Returns
     `(kept, rejects, tallies)` of stage `stage`.
 
-    `signatures`, `(id, (SIGNATURE, (content key, signature values)))` pairs made earlier with the same
+    `signatures`, `(id, (SIGNATURE_SIDE, (content key, signature values)))` pairs made earlier with the same
     threshold, permutations and seed (stored annotations), are used for the elements whose
     `content_key(element)` they carry, instead of hashing their shingles again.
 

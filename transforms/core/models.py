@@ -9,9 +9,8 @@
   `"int8"`) as a plain torch module (`plain_bert`); `encode_fixed` makes a text's vector
   independent of the texts batched with it; `minilm_path` and `check_minilm` find the weights.
 * `require_packages` and `resolve_device` are the shared pre-flight checks.
-* `freeze_heap_at_exit`, which both loaders call, shortens the exit of a process that loaded a
-  model; `freeze_heap` (called by both loaders once a model is loaded, and as a process's first
-  pipeline starts) keeps the garbage collector's full passes off what a process holds for good.
+* Both loaders call `transforms.core.heap`'s `freeze_heap_at_exit` and `freeze_heap` once a
+  model is loaded.
 
 Anything missing raises `ModelUnavailable` with a one-line message naming it and how to install
 it. Nothing is cached here (callers cache per worker process), and torch, transformers, spaCy
@@ -20,10 +19,7 @@ cheap.
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
-import functools
-import gc
 import importlib
 import importlib.util
 import json
@@ -33,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from transforms.core.errors import UserError
+from transforms.core.heap import freeze_heap, freeze_heap_at_exit
 
 if TYPE_CHECKING:
     import numpy
@@ -58,37 +55,6 @@ class ModelUnavailable(UserError, RuntimeError):
     """
 
 
-# ---- process exit ----------------------------------------------------------------------------
-
-@functools.cache
-def freeze_heap_at_exit() -> None:
-    """Freeze this process's heap when it exits (`gc.freeze`); registered once per process.
-
-    A process that loaded a model holds millions of small objects, and the interpreter's final
-    garbage collections walk all of them: 0.55 s of each local worker's exit here, and the local
-    runner stops its workers one after another. Frozen objects are skipped by those collections
-    and still released by reference counting; only cyclic garbage is left to the end of the
-    process. Exit handlers registered earlier run after this one, as usual.
-    """
-    atexit.register(gc.freeze)
-
-
-@functools.cache
-def freeze_heap(after: str) -> None:
-    """Move every object the cyclic garbage collector tracks now into its permanent generation
-    (`gc.freeze`), once per process for each `after`: "run" (`pipeline.engine.runner.run_pipeline`, as a
-    process's first pipeline starts) and "model" (the loaders here, once a first model is loaded).
-
-    What a process holds at those moments (141k tracked objects after the imports of a ReCoRD
-    run, 45k more with en_core_web_sm) lives until it exits, and every full collection walks all
-    of it again: 0.11 s a time here, a tenth of a ReCoRD run from stored annotations, which one
-    such collection in two or three runs fell into. Frozen objects are skipped by collections
-    and still freed by reference counting; only cycles that are garbage already by then are left
-    to the end of the process.
-    """
-    gc.freeze()
-
-
 # ---- packages and devices --------------------------------------------------------------------
 
 def _find_spec(module: str) -> Any:
@@ -112,24 +78,6 @@ def require_packages(*pairs: tuple[str, str]) -> None:
     else:
         hint = "pip install " + " ".join(f"'csdata[{extra}]'" for extra in sorted(e for e in extras if e))
     raise ModelUnavailable(f"missing {', '.join(missing)}; install with: {hint}")
-
-
-def release_memory() -> None:
-    """Hand memory freed by a finished model (a fold's training) back to the system: a garbage
-    collection, then `trim_heap`. Without the trim, the freed buffers of one fold stay in the
-    process and the next fold's are added on top."""
-    gc.collect()
-    trim_heap()
-
-
-def trim_heap() -> None:
-    """glibc's `malloc_trim(0)` where there is one: free pages inside the heap go back to the
-    system. torch frees a training step's activations into glibc's heap, which keeps them; after
-    many steps of different lengths the process holds hundreds of MB it does not use."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def resolve_device(device: str) -> str:

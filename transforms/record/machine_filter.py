@@ -27,8 +27,8 @@ from apache_beam.transforms.window import GlobalWindows
 from data_specs.models import FilterSection
 from transforms.core.accounting import Reject
 from transforms.core.hashing import unit_hash
+from transforms.core.heap import release_memory
 from transforms.core.inference import ModelHandler, ModelMetadata, PredictionResult, RunInference
-from transforms.core.models import release_memory
 from transforms.core.progress import ProgressLine
 from transforms.core.progress_lines import TaskLog
 from transforms.core.sinks import remove_folder

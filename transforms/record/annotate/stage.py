@@ -24,7 +24,7 @@ from apache_beam.utils import shared
 from data_specs import SpecError
 from data_specs.models import AnnotatorSection, CorefSection, PassageSection
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
-from transforms.core.dedup import SIGNATURE
+from transforms.core.dedup import SIGNATURE_SIDE
 from transforms.core.memo import MemoizedModel, WorkLike, step_memo
 from transforms.core.models import check_spacy
 from transforms.core.stages import BundleTally, split_sides
@@ -453,12 +453,12 @@ def parquet_rows(path: str, columns: Optional[Sequence[str]] = None) -> Iterator
 
 
 def keyed_stored_signatures(path: str, key: str) -> Iterator[tuple[str, tuple[int, tuple[str, list[int]]]]]:
-    """`(article id, (SIGNATURE, (text hash, signature values)))` for each stored MinHash
+    """`(article id, (SIGNATURE_SIDE, (text hash, signature values)))` for each stored MinHash
     signature of one shard that was made as `key` (`store.minhash_key`) says; older shards have
     none."""
     for row in parquet_rows(path, ("article_id", "text_hash", "minhash_key", "minhash")):
         if row.get("minhash_key") == key and row.get("minhash"):
-            yield row["article_id"], (SIGNATURE, (row["text_hash"], row["minhash"]))
+            yield row["article_id"], (SIGNATURE_SIDE, (row["text_hash"], row["minhash"]))
 
 
 class AnnotateFromStore(beam.PTransform):
