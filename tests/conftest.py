@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -194,3 +195,16 @@ def s3():
 def prefix(s3) -> str:
     """A key prefix of this test's own: `s3://csdata/<prefix>/...`."""
     return f"tests/{uuid.uuid4().hex[:12]}"
+
+
+TIMING_KEY = re.compile(r"second|time|elapsed|duration|per_s")
+
+
+def without_timings(value):
+    """A summary without the keys that measure time (they differ between any two runs, on any
+    runner or store): the Flink and S3 suites compare the rest of two runs' summaries."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if not TIMING_KEY.search(k)}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value

@@ -13,13 +13,10 @@ from typing import Any, Optional
 from pipeline.engine.runner import quiet_beam_noise
 from pipeline.engine.stores import retry_store_calls
 
-# A worker sends each output of a bundle to the runner in messages that Beam's data plane fills
-# up to 10 MiB before sending (`_DEFAULT_SIZE_FLUSH_THRESHOLD`; no pipeline option sets it), and
-# each message is copied several times on its way into gRPC. A small input never fills one, so
-# these buffers only show in a worker's peak once the input grows: a `multi_processing` worker
-# at 1,200 articles (the bench's 10x) peaked at 364-369 MiB with 10 MiB messages and 335-343 with
-# 1 MiB (301-302 at 120 articles with either), in the same CPU time. Nothing but the message
-# size changes: the same bytes in the same order.
+# Beam's data plane fills each message up to 10 MiB (`_DEFAULT_SIZE_FLUSH_THRESHOLD`; no pipeline
+# option sets it) and copies it several times on its way into gRPC, so a worker's peak grows with
+# the input; 1 MiB messages carry the same bytes in the same order (figures:
+# docs/benchmarks.md#what-keeps-a-workers-memory-flat).
 DATA_MESSAGE_BYTES = 1024 * 1024
 _STREAMS = ("SizeBasedBufferingClosableOutputStream", "TimeBasedBufferingClosableOutputStream")
 

@@ -82,6 +82,37 @@ def taskmanager_pids() -> list[int]:
     return [p for p in pids if Path(f"/proc/{p}").exists()]
 
 
+def parent_of(pid: int) -> int:
+    """The parent pid of `pid` (0 once it is gone)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def cluster_sdk_workers() -> dict[int, int]:
+    """The Python SDK workers the cluster's TaskManagers run now: {worker pid: its boot's pid}
+    (the `csdata-sdk-worker` process that started it, a TaskManager's child)."""
+    taskmanagers = set(taskmanager_pids())
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"sdk_worker_main" not in cmdline:
+            continue
+        pid, boot = int(proc.name), parent_of(int(proc.name))
+        chain, ancestor = 0, boot
+        while ancestor > 1 and ancestor not in taskmanagers and chain < 8:
+            ancestor, chain = parent_of(ancestor), chain + 1
+        if ancestor in taskmanagers:
+            found[pid] = boot
+    return found
+
+
 def test_a_taskmanager_killed_mid_job_is_replaced_and_the_job_writes_the_clean_rows(tmp_path, capsys):
     run([*GENERATE, "--output", str(tmp_path / "local")], capsys)
     driver = Driver([*GENERATE, "--output", str(tmp_path / "flink")], tmp_path / "stderr")
@@ -100,17 +131,20 @@ def test_a_taskmanager_killed_mid_job_is_replaced_and_the_job_writes_the_clean_r
 
 def test_a_python_worker_killed_mid_job_is_restarted_and_the_job_writes_the_clean_rows(tmp_path, capsys):
     run([*GENERATE, "--output", str(tmp_path / "local")], capsys)
+    earlier = set(cluster_sdk_workers())         # other jobs' workers: never this test's to kill
     driver = Driver([*GENERATE, "--output", str(tmp_path / "flink")], tmp_path / "stderr")
     job_id = driver.job_id()
     killed: set[int] = set()
+    boots: set[int] = set()
     deadline = time.monotonic() + 180
-    # SIGKILL every Python worker there is until the job has failed once (a worker between two
-    # bundles may die unnoticed: the next one is killed then).
+    # SIGKILL this job's Python workers (those of the cluster started since the job was
+    # submitted) until the job has failed once (a worker between two bundles may die unnoticed:
+    # the next one is killed then).
     while failures(job_id) == 0:
         assert driver.process.poll() is None and time.monotonic() < deadline, "no worker was lost mid-bundle"
-        workers = subprocess.run(["pgrep", "-f", "apache_beam.runners.worker.sdk_worker_main"],
-                                 capture_output=True, text=True).stdout.split()
-        for pid in map(int, workers):
+        workers = {pid: boot for pid, boot in cluster_sdk_workers().items() if pid not in earlier}
+        boots.update(workers.values())
+        for pid in workers:
             if python_stage_running(job_id):
                 os.kill(pid, signal.SIGKILL)
                 killed.add(pid)
@@ -119,7 +153,9 @@ def test_a_python_worker_killed_mid_job_is_restarted_and_the_job_writes_the_clea
     assert code == 0, err
     assert killed and RESTARTED.search(err), err
     assert_same_output(tmp_path / "local", tmp_path / "flink")
-    assert not list(Path("/tmp").glob(f"csdata-sdk-worker-{os.getpid()}-*"))
+    # The boots of the killed workers left their folders; the boots after them remove them.
+    leftovers = lambda: [p for boot in boots for p in Path("/tmp").glob(f"csdata-sdk-worker-{boot}-*")]  # noqa: E731
+    wait_until(lambda: not leftovers(), 120, f"the folders of the killed workers' boots removed: {leftovers()}")
 
 
 def job_server_children(parent: int) -> list[int]:
