@@ -321,7 +321,7 @@ def _written_tables(output: str) -> str:
     tables = sorted(p.name for p in Path(output).iterdir() if p.is_dir() and any(p.glob("*.parquet")))
     if not tables:
         return ""
-    from transforms.core.progress_lines import format_written  # pyarrow: only for runs that wrote Parquet
+    from transforms.core.written import format_written  # pyarrow: only for runs that wrote Parquet
 
     return f"\n{format_written(output, tables)}"
 
@@ -402,8 +402,8 @@ def _interrupt(signum: int, frame) -> None:
     where a Python exception aborts the process instead of unwinding it.
     """
     # First, as a job left running would write on into staging. Only a run that set up a cluster
-    # run has imported pipeline.engine.flink (its urllib would slow every start).
-    flink = sys.modules.get("pipeline.engine.flink")
+    # run has imported pipeline.engine.flink_jobs (its urllib would slow every start).
+    flink = sys.modules.get("pipeline.engine.flink_jobs")
     cancelled = flink.cancel_running_jobs() if flink is not None else []
     discard_active()
     jobs = "".join(f"; Flink job {job_id} cancelled" for job_id in cancelled)

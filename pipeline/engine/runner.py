@@ -184,7 +184,8 @@ def run_pipeline(pipeline: beam.Pipeline):
 
     The first run in a process first freezes what the process holds (`freeze_heap`): its
     modules, the spec and the graph stay for the run, and full collections skip them."""
-    from pipeline.engine.flink import cluster_master, run_on_cluster
+    from pipeline.engine.flink import cluster_master
+    from pipeline.engine.flink_jobs import run_on_cluster
     from pipeline.engine.progress import RunProgress
 
     bound_worker_heap()

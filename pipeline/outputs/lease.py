@@ -93,8 +93,8 @@ def pid_alive(pid: int) -> bool:
 
 def running_jobs() -> list[dict[str, str]]:
     """The Flink jobs this process runs now, with the pids of the job servers it started (only
-    a run on a cluster has imported pipeline.engine.flink)."""
-    flink = sys.modules.get("pipeline.engine.flink")
+    a run on a cluster has imported pipeline.engine.flink_jobs)."""
+    flink = sys.modules.get("pipeline.engine.flink_jobs")
     if flink is None:
         return []
     servers = ",".join(str(pid) for pid in job_servers(os.getpid()))
@@ -352,7 +352,8 @@ def cancel_jobs(holder: Holder) -> list[str]:
     cluster that cannot be reached is left alone: the job ends on its own."""
     if not holder.jobs:
         return []
-    from pipeline.engine.flink import TERMINAL_STATES, cancel_job, rest_get
+    from pipeline.engine.flink import rest_get
+    from pipeline.engine.flink_jobs import TERMINAL_STATES, cancel_job
 
     cancelled = []
     for job in holder.jobs:

@@ -8,14 +8,8 @@ import socket
 
 import pytest
 
-from pipeline.engine.flink import (
-    cluster_args,
-    decode_varint,
-    job_server_jar,
-    option_value,
-    root_cause,
-    user_counters,
-)
+from pipeline.engine.flink import cluster_args, job_server_jar, option_value
+from pipeline.engine.flink_jobs import decode_varint, root_cause, user_counters
 from transforms.core.errors import UserError
 
 
@@ -222,7 +216,7 @@ def test_a_cluster_without_slots_is_one_line(cached_jar):
 
 
 def test_the_monitor_hands_the_jobs_counters_to_the_progress_line():
-    from pipeline.engine.flink import JobMonitor
+    from pipeline.engine.flink_jobs import JobMonitor
 
     class Progress:
         def __init__(self):
