@@ -36,7 +36,7 @@ $(WORDNET_STAMP): $(STAMP) data_specs/wordnet_lexnames
 	fi
 	cp data_specs/wordnet_lexnames $(WORDNET)/lexnames
 	# The compact WordNet index of `protoqa score` (cached; built here once, not on a first score).
-	$(PY) -c 'from transforms.protoqa.wordnet import load_index; load_index()'
+	$(PY) -c 'from transforms.protoqa.wordnet_index import load_index; load_index()'
 	touch $@
 
 demo: $(STAMP) $(WORDNET_STAMP)

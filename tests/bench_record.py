@@ -97,7 +97,8 @@ from transforms.record.annotate.sentences import corenlp_sentences  # noqa: E402
 from transforms.record.annotate.spacy_ner import load_ner_pipeline, split_segments  # noqa: E402
 from transforms.record.article import Article  # noqa: E402
 from transforms.record.curate import make_split_fn  # noqa: E402
-from transforms.record.read import SUPPORTED_SUFFIXES, iter_raw_records, parse_raw_record  # noqa: E402
+from transforms.record.raw_records import SUPPORTED_SUFFIXES, iter_raw_records  # noqa: E402
+from transforms.record.read import parse_raw_record  # noqa: E402
 
 SHARED = os.path.join(ROOT, "..", "shared", "samples", "cnndm")
 RATIO_TARGET = 0.95

@@ -197,12 +197,16 @@ def prefix(s3) -> str:
     return f"tests/{uuid.uuid4().hex[:12]}"
 
 
-TIMING_KEY = re.compile(r"second|time|elapsed|duration|per_s")
+# A key that measures time, word by word of its snake_case name ("wall_seconds", "elapsed_s",
+# "articles_per_s", "submit_time"), so that a count whose name merely contains such letters
+# ("runtime", "sentiment") is still compared.
+TIMING_KEY = re.compile(r"(?:^|_)(?:seconds?|time|timestamp|elapsed|duration|per_s)(?:_|$)")
 
 
 def without_timings(value):
-    """A summary without the keys that measure time (they differ between any two runs, on any
-    runner or store): the Flink and S3 suites compare the rest of two runs' summaries."""
+    """`value` (a summary) without the keys that measure time, at any depth: they differ between
+    any two runs, on any runner or store. The Flink and S3 suites compare the rest of two runs'
+    summaries."""
     if isinstance(value, dict):
         return {k: without_timings(v) for k, v in value.items() if not TIMING_KEY.search(k)}
     if isinstance(value, list):

@@ -51,14 +51,14 @@ if str(ROOT) not in sys.path:   # run as a script
     sys.path.insert(0, str(ROOT))
 
 from transforms.cosmos.read import find_posts  # noqa: E402
-from transforms.record.annotate.coref import (  # noqa: E402
+from transforms.record.annotate.coref_forms import (  # noqa: E402
     GENERIC,
     NAME_SUFFIXES,
     STOPWORDS,
     TITLES,
     load_place_table,
 )
-from transforms.record.read import url_to_id  # noqa: E402
+from transforms.record.formats import url_to_id  # noqa: E402
 
 RECORD_DATA = ROOT / "tests" / "data" / "record"
 BLOG_DATA = ROOT / "tests" / "data" / "cosmos" / "blogs"

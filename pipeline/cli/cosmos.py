@@ -21,6 +21,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
+from pipeline.cli.run import summary_exit
+
 if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -123,8 +125,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     paragraphs.add_argument("--input", action="append", required=True, metavar="PATTERN",
                             help="file, directory or glob of .xml / .jsonl / .txt (repeatable)")
     paragraphs.add_argument("--output", required=True, help="output directory (local or gs://)")
-    # written beside --output, then swapped in; on an object store by Beam's workers
-    paragraphs.set_defaults(staged_output=True, beam_writer=True)
+    # Beam's workers write the attempt, on an object store too
+    paragraphs.set_defaults(writes_output=True, beam_writer=True)
     add_spec_args(paragraphs, "cosmos")
 
     hits = sub.add_parser("hits", help="stage 2: crowd round trip (question writing, validation)")
@@ -163,7 +165,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     imp.add_argument("--format", choices=["auto", "csv", "mturk", "label-studio"], default="auto",
                      dest="hits_format", help="results format of both files (default: auto)")
     imp.add_argument("--output", required=True)
-    imp.set_defaults(staged_output=True)   # written beside --output, then swapped in
+    imp.set_defaults(writes_output=True)
     add_spec_args(imp, "cosmos")
     preview = hits_sub.add_parser(
         "preview", help="serve a filled MTurk task page on localhost",
@@ -182,7 +184,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                     "without label for test. NOTA is written as 'None of the above choices .'.")
     release.add_argument("qa_dir", help="output directory of `csdata cosmos hits import`")
     release.add_argument("--output", required=True, help="directory for the three files")
-    release.set_defaults(staged_output=True)   # written beside --output, then swapped in
+    release.set_defaults(writes_output=True)
 
     from pipeline.cli.releases import add_release_commands
 
@@ -193,7 +195,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     command = args.cosmos_command
     from data_specs import load_dataset_spec
     from data_specs.models import CosmosSpec
-    from transforms.core.accounting import STAGE_UNITS, format_summary
+    from transforms.core.accounting import STAGE_UNITS
 
     if command == "reproduce":   # the user's Beam options apply to the steps it reruns
         from pipeline.cli.releases import reproduce_command
@@ -213,8 +215,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
         spec = load_dataset_spec(CosmosSpec, args.spec, args.overrides)
         summary = run_paragraphs(spec, args.input, args.output, beam_options(extra),
                                  work=getattr(args, "work", None))
-        print(format_summary(summary, STAGE_UNITS["cosmos"]))
-        return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
+        return summary_exit(summary, STAGE_UNITS["cosmos"])
     if command == "hits":
         from transforms.core.errors import UserError
 
@@ -233,7 +234,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
             print(f"{n} question-writing HITs written to {args.output}")
             return 0
         if args.hits_command == "preview":
-            from transforms.core.platforms import preview
+            from transforms.core.preview_server import preview
             from transforms.cosmos.crowd import preview_page
 
             return preview(preview_page(args.run_dir, spec.hits, spec.seed, spec.limits, args.questions, args.item), args.port)
@@ -243,8 +244,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
               f"; unanswerable sets {summary['nota']['unanswerable_sets']}, "
               f"false-negative NOTA sets {summary['nota']['false_negative_sets']} "
               f"of {summary['nota']['valid_sets']} valid")
-        print(format_summary({"stages": summary["stages"]}, STAGE_UNITS["cosmos"]))
-        return 0 if all(s["balanced"] for s in summary["stages"].values()) else 3
+        return summary_exit(summary, STAGE_UNITS["cosmos"])
     if command == "export":
         from transforms.cosmos.release import export_release
 
@@ -254,38 +254,17 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     raise SystemExit(f"unknown cosmos command {command!r}")
 
 
-LIMITATIONS = """Paragraphs were cut by the coherence model named above and one was sampled per
-blog by hash; the questions, answers and validations are the crowd's, imported from the task
-CSVs, and the "None of the above" distractors replaced the least challenging negative chosen by
-the answer scorer named above. The test split's labels are -1, as in the published release
-(they stay in the run's test/ table). The Blog Authorship Corpus is for non-commercial research."""
-
-
 def build_release(run_dir: str, provenance: Optional[dict]):
-    """The `Release` of a `cosmos hits import` run: the release columns per split."""
-    from data_specs import load_schema
+    """The `Release` of a `cosmos hits import` run (`transforms.cosmos.release`) with the card's
+    sections."""
     from pipeline.cli.releases import release_metadata, run_card_sections, spec_of
-    from transforms.core.errors import UserError
-    from transforms.core.release import Config, Release
-    from transforms.cosmos.release import CITATION, release_rows
+    from transforms.cosmos.release import build_release as cosmos_release
+    from transforms.cosmos.release import card_limitations, check_releasable
 
-    if not all((Path(run_dir) / split).is_dir() for split in ("train", "dev", "test")):
-        raise UserError(f"{run_dir} has no train/, dev/ and test/ tables: release the output of "
-                        "`csdata cosmos hits import`")
-    spec = spec_of(provenance, "cosmos")
-    models = (f"coherence scorer `{spec['coherence']['name']}`, answer scorer "
-              f"`{spec['answer_scorer']['name']}`, sentences `{spec['sentences']['model']}`")
-    sections = run_card_sections(run_dir, provenance, "cosmos", stats(run_dir),
-                                 f"Models: {models}.\n\n{' '.join(LIMITATIONS.split())}")
-    return Release(
-        pretty_name="Cosmos QA (regenerated with csdata)",
-        configs=[Config("default", load_schema("cosmos", "release"), release_rows(run_dir))],
-        license="cc-by-4.0", task_categories=["multiple-choice"], task_ids=["multiple-choice-qa"],
-        source_datasets=["extended|blog_authorship_corpus"],
-        summary=("Cosmos QA (Huang et al. 2019): multiple-choice reading comprehension that needs "
-                 "contextual commonsense, over paragraphs of personal blog stories, regenerated by "
-                 "csdata. One row per question with four options and the correct option's index."),
-        sections=sections, citation=CITATION, file_metadata=release_metadata(run_dir, provenance))
+    check_releasable(run_dir)
+    limitations = card_limitations(spec_of(provenance, "cosmos"))
+    sections = run_card_sections(run_dir, provenance, "cosmos", stats(run_dir), limitations)
+    return cosmos_release(run_dir, sections, release_metadata(run_dir, provenance))
 
 
 def demo(output_dir: Path, make_options: Callable[[], PipelineOptions]) -> None:

@@ -13,34 +13,20 @@ import os
 import signal
 import sys
 import traceback
-from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
-from pipeline.cli.provenance import describe, record_provenance
-from pipeline.engine.runner import (
-    VERBOSE_ENV,
-    beam_options,
-    check_beam_args,
-    check_inputs,
-    quiet_beam_noise,
-)
-from pipeline.engine.stores import is_no_space, storage_reason
+from pipeline.cli.provenance import describe
+from pipeline.cli.run import EXIT_ACCOUNTING, add_output_options, run_command
+from pipeline.engine.runner import VERBOSE_ENV, beam_options, check_beam_args, quiet_beam_noise
 from pipeline.outputs.protocol import discard_active
-from pipeline.outputs.storage import (
-    clean_output,
-    names_remote,
-    resolve_runs,
-    store_options_removed,
-    use_store_options,
-)
+from pipeline.outputs.storage import clean_output, names_remote, resolve_runs, use_store_options
 from transforms.core.errors import JobFailed, StorageError, UserError
 from transforms.core.progress_lines import ENABLED_ENV as PROGRESS_ENV
 
 QUIET_FLAGS = {"-q", "--quiet"}
 EXIT_USER_ERROR = 2        # argparse's code for usage errors, used for every user error
-EXIT_ACCOUNTING = 3        # a stage's in != kept + rejected
 EXIT_JOB_FAILED = 1        # a job failed on a cluster (one line: its id and first worker error)
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as shells report Ctrl-C
 EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE, as shells report a closed pipe
@@ -55,7 +41,7 @@ DATASET_MODULES = ("pipeline.cli.record", "pipeline.cli.cosmos", "pipeline.cli.p
 
 @lru_cache(maxsize=1)
 def csdata_version() -> str:
-    """The installed package's version (read on first use: importlib.metadata costs ~30 ms)."""
+    """The installed package's version, read on first use (importlib.metadata is slow to load)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -156,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="run the pipelines on the sample inputs in the repo")
     demo.add_argument("--output", default="out/demo")
-    _add_output_options(parser)
+    add_output_options(parser)
     return parser
 
 
@@ -218,117 +204,13 @@ def cmd_diff(args) -> Optional[int]:
 
 
 def cmd_demo(args, extra: Sequence[str]) -> int:
+    """Every dataset's demo on the sample inputs; `EXIT_ACCOUNTING` when a stage lost records."""
     balanced = True
     for index, module in enumerate(dataset_modules()):
         if index:
             print()
         balanced &= module.demo(Path(args.output), lambda: beam_options(extra)) is not False
     return 0 if balanced else EXIT_ACCOUNTING
-
-
-def run_command(module, args: argparse.Namespace, extra: Sequence[str]) -> int:
-    """Check what can be checked before any work starts, then run a dataset command; a command
-    writing an output directory writes it beside `--output` and swaps it in on success."""
-    if extra and getattr(args, "command_parser", None) is None:
-        check_beam_args(extra)
-    store_args = list(extra)   # for the lease on an object store
-    with contextlib.ExitStack() as stack:
-        if names_remote(args):
-            use_store_options(extra)
-            if not getattr(args, "beam_writer", False):   # used up here: the command runs no Beam
-                extra = store_options_removed(extra)
-        if isinstance(getattr(args, "input", None), list):
-            check_inputs(args.input)
-        resolve_runs(args, stack)
-        if not getattr(args, "staged_output", False):
-            return module.run(args, extra, beam_options)
-        return _run_staged(module, args, extra, store_args)
-    return 0   # mypy: ExitStack may swallow exceptions
-
-
-def _run_staged(module, args: argparse.Namespace, extra: Sequence[str], store_args: Sequence[str]) -> int:
-    """Run a command that writes `--output` through the output protocol (`pipeline.outputs`):
-    lease, a fresh attempt, resumable work for Beam writers, and the commit on success."""
-    from pipeline.outputs import protocol, resume
-
-    output = args.output
-    protocol.check_output(output)
-    key = resume.run_key(args)   # checks the spec too: a bad value ends here, before the lease
-    options = beam_options(store_args) if output.startswith("s3://") else None
-    try:
-        return _run_attempt(module, args, extra, key, options)
-    except Exception as error:
-        if is_no_space(error):
-            raise StorageError(f"no space left writing {output} (the disk or bucket is full)") from error
-        reason = storage_reason(error) if "://" in output else None
-        if reason:
-            raise StorageError(f"writing {output}: {reason}") from error
-        raise
-
-
-def _run_attempt(module, args: argparse.Namespace, extra: Sequence[str], key: str, options) -> int:
-    from pipeline.outputs import protocol, resume
-
-    output = args.output
-    beam_writer = getattr(args, "beam_writer", False)
-    with protocol.begin(output, local_staging=not beam_writer, timeout=args.lease_timeout,
-                        options=options) as run:
-        for note in run.notes:
-            print(f"csdata: {note}", file=sys.stderr)
-        if beam_writer:
-            args.work = resume.work_folder(output, key, fresh=args.fresh)
-            line = resume.resume_line(args.work)
-            if line:
-                print(line, file=sys.stderr)
-        args.output, args.final_output = run.folder, output
-        code = module.run(args, extra, beam_options)
-        if code == 0:
-            record_provenance(run.folder, args)   # provenance.json: inputs, spec, versions
-            protocol.commit(run, {"csdata": csdata_version(), "command": " ".join(_command_words(args)),
-                                  "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-            print(f"\noutput: {output}" + _written_tables(output))
-        elif code == EXIT_ACCOUNTING:
-            run.keep = True
-            print(f"csdata: a stage lost records; previous output at {output} kept, this run's "
-                  f"output left in {run.attempt}", file=sys.stderr)
-        else:
-            protocol.discard(run)
-    return code
-
-
-def _add_output_options(parser: argparse.ArgumentParser) -> None:
-    """`--fresh` and `--lease-timeout` on every command that writes an output (`staged_output`),
-    at any depth of subcommands."""
-    from pipeline.outputs.lease import DEFAULT_TIMEOUT
-
-    for action in parser._actions:
-        if not isinstance(action, argparse._SubParsersAction):
-            continue
-        for sub in dict.fromkeys(action.choices.values()):
-            if sub.get_default("staged_output"):
-                sub.add_argument("--fresh", action="store_true",
-                                 help="start over: do not reuse the work of an interrupted run into this output")
-                sub.add_argument("--lease-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                                 help="a run into the same output whose heartbeat is older than this is "
-                                      f"taken for dead and its lease taken over (default {DEFAULT_TIMEOUT:g})")
-            _add_output_options(sub)
-
-
-def _written_tables(output: str) -> str:
-    """The rows and path of each Parquet table a run wrote ("" when it wrote none)."""
-    if "://" in output:
-        return ""
-    tables = sorted(p.name for p in Path(output).iterdir() if p.is_dir() and any(p.glob("*.parquet")))
-    if not tables:
-        return ""
-    from transforms.core.written import format_written  # pyarrow: only for runs that wrote Parquet
-
-    return f"\n{format_written(output, tables)}"
-
-
-def _command_words(args: argparse.Namespace) -> list[str]:
-    """`record generate`, `protoqa sheets import` ...: the subcommand names of a parsed line."""
-    return [v for k, v in vars(args).items() if k == "command" or k.endswith("_command") and isinstance(v, str)]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -345,7 +227,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if quiet:
         os.environ[PROGRESS_ENV] = "0"   # read where each pipeline is built, then pickled along
     argv = [a for a in argv if a != "--debug" and a not in QUIET_FLAGS]
-    # SIGTERM (a scheduler, `kill`) ends a run like Ctrl-C: staging removed, previous output kept.
+    # SIGTERM (a scheduler, `kill`) ends a run like Ctrl-C: its attempt removed, previous output kept.
     signal.signal(signal.SIGTERM, _interrupt)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not a job started with `&`
         signal.signal(signal.SIGINT, _interrupt)
@@ -395,13 +277,13 @@ def _fail(error: BaseException, debug: bool) -> int:
 
 
 def _interrupt(signum: int, frame) -> None:
-    """End the run now: cancel its jobs on a cluster, then remove its staging directory (the
-    previous output was never touched).
+    """End the run now: cancel its jobs on a cluster, then remove its attempt (the previous
+    output was never touched).
 
     No exception is raised: the signal can land inside native code (a model loading in C++),
     where a Python exception aborts the process instead of unwinding it.
     """
-    # First, as a job left running would write on into staging. Only a run that set up a cluster
+    # First, as a job left running would write on into the attempt. Only a run that set up a cluster
     # run has imported pipeline.engine.flink_jobs (its urllib would slow every start).
     flink = sys.modules.get("pipeline.engine.flink_jobs")
     cancelled = flink.cancel_running_jobs() if flink is not None else []

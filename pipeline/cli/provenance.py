@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 # Namespace entries that are never inputs of a step.
-_NOT_INPUTS = {"output", "final_output", "spec", "overrides", "argv", "command", "command_parser", "staged_output", "work",
+_NOT_INPUTS = {"output", "final_output", "spec", "overrides", "argv", "command", "command_parser", "writes_output", "work",
                "verbose", "quiet", "debug", "format", "reader", "annotator", "similarity", "a", "b"}
 
 

@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
+from pipeline.cli.record_crowd import add_hits_commands, run_hits
+from pipeline.cli.run import balanced, summary_exit
+
 if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -29,13 +32,6 @@ if TYPE_CHECKING:
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_DATA = REPO_ROOT / "tests" / "data" / "record"
 
-# The names of pipeline/graphs/record.py this module has always offered (`from pipeline.cli.record
-# import run_record`), imported on first use.
-
-
-# --------------------------------------------------------------------------------------------
-# CLI
-# --------------------------------------------------------------------------------------------
 # Commands that run a Beam pipeline: the arguments csdata does not know go to Beam.
 BEAM_COMMANDS = ("generate", "annotate", "compare-annotators", "annotation-inputs", "filter")
 
@@ -51,8 +47,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     generate.add_argument("--input", action="append", required=True, metavar="PATTERN",
                           help="file, directory, glob or .tgz of stories / JSONL (repeatable)")
     generate.add_argument("--output", required=True, help="output directory (local or gs://)")
-    # written beside --output, then swapped in; on an object store by Beam's workers
-    generate.set_defaults(staged_output=True, beam_writer=True)
+    # Beam's workers write the attempt, on an object store too
+    generate.set_defaults(writes_output=True, beam_writer=True)
     generate.add_argument("--url-list", action="append", default=[], metavar="PATH",
                           help="published URL list (all_train.txt ...): url, source, split per article")
     generate.add_argument("--annotator", help="annotation backend for every input, overriding the spec: "
@@ -73,8 +69,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     annotate.add_argument("--input", action="append", required=True, metavar="PATTERN",
                           help="file, directory, glob or .tgz of stories / JSONL (repeatable)")
     annotate.add_argument("--output", required=True, help="output directory (local or gs://)")
-    # written beside --output, then swapped in; on an object store by Beam's workers
-    annotate.set_defaults(staged_output=True, beam_writer=True)
+    # Beam's workers write the attempt, on an object store too
+    annotate.set_defaults(writes_output=True, beam_writer=True)
     add_spec_args(annotate, "record")
 
     compare = record_cmds.add_parser(
@@ -85,8 +81,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     compare.add_argument("--input", action="append", required=True, metavar="PATTERN")
     compare.add_argument("--url-list", action="append", default=[], metavar="PATH")
     compare.add_argument("--output", required=True)
-    # written beside --output, then swapped in; on an object store by Beam's workers
-    compare.set_defaults(staged_output=True, beam_writer=True)
+    # Beam's workers write the attempt, on an object store too
+    compare.set_defaults(writes_output=True, beam_writer=True)
     compare.add_argument("--a", default="spacy", help="reference backend (default: spacy)")
     compare.add_argument("--b", required=True, help="backend compared with A")
     add_spec_args(compare, "record")
@@ -99,8 +95,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     inputs.add_argument("--input", action="append", required=True, metavar="PATTERN")
     inputs.add_argument("--url-list", action="append", default=[], metavar="PATH")
     inputs.add_argument("--output", required=True)
-    # written beside --output, then swapped in; on an object store by Beam's workers
-    inputs.set_defaults(staged_output=True, beam_writer=True)
+    # Beam's workers write the attempt, on an object store too
+    inputs.set_defaults(writes_output=True, beam_writer=True)
     add_spec_args(inputs, "record")
 
     filter_ = record_cmds.add_parser(
@@ -111,8 +107,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
                     "Other options go to Beam.")
     filter_.add_argument("run_dir", help="output directory of `csdata record generate`")
     filter_.add_argument("--output", required=True)
-    # written beside --output, then swapped in; on an object store by Beam's workers
-    filter_.set_defaults(staged_output=True, beam_writer=True, beam_reader=True)
+    # Beam's workers write the attempt, on an object store too
+    filter_.set_defaults(writes_output=True, beam_writer=True, beam_reader=True)
     filter_.add_argument("--reader", help="lexical (default), cross-encoder, or predictions:FILE "
                                           "(a JSON object {query_id: answer} from any external reader)")
     filter_.add_argument("--folds", type=int, help="number of folds (default: spec filter.folds = 5)")
@@ -125,49 +121,7 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     evaluate_.add_argument("data", help="ReCoRD JSON (as written by `csdata record export`)")
     evaluate_.add_argument("predictions", help="JSON object {query_id: answer text}")
 
-    hits = record_cmds.add_parser("hits", help="stage 4: crowd validation round trip (paper §3.4)")
-    hits_cmds = hits.add_subparsers(dest="hits_command", required=True)
-    hits_export = hits_cmds.add_parser(
-        "export", help="write the crowd task of a filtered run (own CSV, MTurk or Label Studio)",
-        description="--format csv (default): one CSV row per triple: the passage with entities "
-                    "marked and numbered, the query with the placeholder shown as X, and hidden_* "
-                    "reference columns that must not be shown to workers. --format mturk: OUTPUT/"
-                    "template.html (an HTMLQuestion page with ${variable} placeholders) and "
-                    "OUTPUT/batch.csv (its batch input). --format label-studio: OUTPUT/config.xml "
-                    "(labeling config) and OUTPUT/tasks.json. Platform files hold no references.")
-    hits_export.add_argument("run_dir", help="output directory of `csdata record filter`")
-    hits_export.add_argument("--output", required=True,
-                             help="CSV file to write (csv) or directory (mturk, label-studio)")
-    hits_export.add_argument("--format", choices=["csv", "mturk", "label-studio"], default="csv",
-                             dest="hits_format", help="task format (default: csv)")
-    add_spec_args(hits_export, "record")
-    hits_import = hits_cmds.add_parser(
-        "import", help="read worker results, block bad workers, validate triples, draw splits",
-        description="RESULTS: the own CSV (worker_id, assignment_id, triple_id, chosen_entity "
-                    "(option number or text), feedback [, submit_time]), MTurk's batch results CSV "
-                    "(Input.triple_id, Answer.entity ...; rejected assignments skipped) or a Label "
-                    "Studio JSON export; told apart automatically unless --format says. Submissions "
-                    "are replayed in submit-time order; every hits.qc_every submissions each "
-                    "worker's accuracy is recomputed; workers below hits.min_accuracy are blocked and "
-                    "their assignments listed in republish.csv. Writes train/, dev/, test/, "
-                    "passages/, rejects/, workers.csv, summary.json.")
-    hits_import.add_argument("results", help="worker results: own CSV, MTurk results CSV or Label Studio JSON")
-    hits_import.add_argument("--run", required=True, dest="run_dir",
-                             help="the filtered run the HITs were exported from")
-    hits_import.add_argument("--output", required=True)
-    hits_import.add_argument("--format", choices=["auto", "csv", "mturk", "label-studio"], default="auto",
-                             dest="hits_format", help="results format (default: auto)")
-    hits_import.set_defaults(staged_output=True)   # written beside --output, then swapped in
-    add_spec_args(hits_import, "record")
-    hits_preview = hits_cmds.add_parser(
-        "preview", help="serve the MTurk task page filled with one triple on localhost",
-        description="Serves the page a worker sees on http://127.0.0.1:PORT with a local submit "
-                    "endpoint that shows the fields the form sends (MTurk's Answer.* columns). "
-                    "Ctrl-C stops it.")
-    hits_preview.add_argument("run_dir", help="output directory of `csdata record filter`")
-    hits_preview.add_argument("--triple", help="triple (query) id to show (default: the first)")
-    hits_preview.add_argument("--port", type=int, default=0, help="port (default: any free one)")
-    add_spec_args(hits_preview, "record")
+    add_hits_commands(record_cmds, add_spec_args)
 
     export = record_cmds.add_parser("export", help="write a run as ReCoRD JSON or SuperGLUE JSONL")
     export.add_argument("run_dir", help="output directory of `csdata record generate`")
@@ -181,12 +135,8 @@ def add_commands(commands, add_spec_args: Callable[[argparse.ArgumentParser, str
     add_release_commands(record_cmds, "record", "a generate, filter or hits import run")
 
     # The commands without a Beam pipeline reject unknown arguments with their own usage.
-    for parser in (evaluate_, hits_export, hits_import, hits_preview, export):
+    for parser in (evaluate_, export):
         parser.set_defaults(command_parser=parser)
-
-
-def _balanced(summary: dict) -> bool:
-    return all(s["balanced"] for s in summary["stages"].values())
 
 
 def check_annotations(path: str) -> None:
@@ -213,9 +163,9 @@ def reuse_line(entry: dict) -> str:
 def _generate(args, options: PipelineOptions) -> int:
     from data_specs import RecordSpec, load_dataset_spec
     from pipeline.graphs.record import run_record, with_annotator
-    from transforms.core.accounting import STAGE_UNITS, format_summary
+    from transforms.core.accounting import STAGE_UNITS
     from transforms.core.io import read_summary
-    from transforms.record.annotate.stage import check_cacheable
+    from transforms.record.annotate.registry import check_cacheable
 
     spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     if args.annotator:
@@ -226,23 +176,21 @@ def _generate(args, options: PipelineOptions) -> int:
     run_record(spec, args.input, args.output, args.url_list, options, annotations=args.annotations,
                work=getattr(args, "work", None))
     summary = read_summary(f"{args.output.rstrip('/')}/summary.json")
-    print(format_summary(summary, STAGE_UNITS["record"]))
+    code = summary_exit(summary, STAGE_UNITS["record"])
     if "annotations" in summary:
         print(reuse_line(summary["annotations"]))
-    return 0 if _balanced(summary) else 3
+    return code
 
 
 def _annotate(args, options: PipelineOptions) -> int:
     from data_specs import RecordSpec, load_dataset_spec
     from pipeline.graphs.record import run_annotate
-    from transforms.core.accounting import STAGE_UNITS, format_summary
+    from transforms.core.accounting import STAGE_UNITS
     from transforms.core.io import read_summary
 
     spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     run_annotate(spec, args.input, args.output, options, work=getattr(args, "work", None))
-    summary = read_summary(f"{args.output.rstrip('/')}/summary.json")
-    print(format_summary(summary, STAGE_UNITS["record"]))
-    return 0 if _balanced(summary) else 3
+    return summary_exit(read_summary(f"{args.output.rstrip('/')}/summary.json"), STAGE_UNITS["record"])
 
 
 def _compare(args, options: PipelineOptions) -> int:
@@ -275,14 +223,13 @@ def _annotation_inputs(args, options: PipelineOptions) -> int:
 def _filter(args, options: PipelineOptions) -> int:
     from data_specs import RecordSpec, load_dataset_spec
     from pipeline.graphs.record import run_filter
-    from transforms.core.accounting import STAGE_UNITS, format_summary
+    from transforms.core.accounting import STAGE_UNITS
     from transforms.record.machine_filter import format_filter_summary
 
     spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     summary = run_filter(spec, args.run_dir, args.output, args.reader, args.folds, options)
     print(format_filter_summary(summary))
-    print(format_summary({"stages": summary["stages"]}, STAGE_UNITS["record"]))
-    return 0 if _balanced(summary) else 3
+    return summary_exit(summary, STAGE_UNITS["record"])
 
 
 def _evaluate(args) -> int:
@@ -295,32 +242,6 @@ def _evaluate(args) -> int:
         print(f"{missing} unanswered queries score 0", file=sys.stderr)
     print(json.dumps(evaluate(data, predictions)))
     return 0
-
-
-def _hits(args) -> int:
-    from data_specs import RecordSpec, load_dataset_spec
-    from transforms.core.accounting import STAGE_UNITS, format_summary
-    from transforms.record.crowd import export_hits, import_results, preview_page
-
-    spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
-    if args.hits_command == "export":
-        rows = export_hits(args.run_dir, args.output, spec.hits, args.hits_format)
-        print(f"{rows} HITs written to {args.output}")
-        return 0
-    if args.hits_command == "preview":
-        from transforms.core.platforms import preview
-
-        return preview(preview_page(args.run_dir, spec.hits, args.triple), args.port)
-    from transforms.core.provenance import file_metadata
-
-    summary = import_results(args.run_dir, args.results, args.output, spec.hits, spec.splits, spec.seed,
-                             spec.limits, args.hits_format, file_metadata(spec, [args.run_dir, args.results]))
-    splits = ", ".join(f"{name} {entry['triples']}" for name, entry in summary["splits"].items())
-    print(f"splits: {splits}; workers blocked: {summary['workers']['blocked']} of "
-          f"{summary['workers']['total']} (their assignments: "
-          f"{getattr(args, 'final_output', args.output)}/republish.csv)")
-    print(format_summary({"stages": summary["stages"]}, STAGE_UNITS["record"]))
-    return 0 if _balanced(summary) else 3
 
 
 def _export(args) -> int:
@@ -351,7 +272,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     if command == "evaluate":
         return _evaluate(args)
     if command == "hits":
-        return _hits(args)
+        return run_hits(args)
     if command == "export":
         return _export(args)
     if command == "release":
@@ -361,45 +282,19 @@ def run(args, extra: Sequence[str], beam_options) -> int:
     raise SystemExit(f"unknown record command {command!r}")
 
 
-LIMITATIONS = """Entities and coreference come from the models named above, not from the paper's
-Google and AllenNLP annotations, so some mentions are missed or mislabelled, which drops
-sentences or answers (see the csdata README, "Fidelity"). A release of a `generate` or `filter`
-run is not crowd-validated (paper §3.4): its splits are the URL lists' (`train` when none was
-given), and its queries may be unanswerable or answerable without commonsense. The news articles'
-copyright stays with CNN and the Daily Mail; use for research only."""
-
-
 def build_release(run_dir: str, provenance: Optional[dict]):
-    """The `Release` of a ReCoRD run: configs `passages` (the official JSON shape) and `queries`."""
-    from data_specs import load_schema
+    """The `Release` of a ReCoRD run (`transforms.record.release`) with the card's sections."""
     from pipeline.cli.releases import release_metadata, run_card_sections, spec_of
-    from transforms.core.release import Config, Release
-    from transforms.record.export import CITATION, release_rows
+    from transforms.record.release import build_release as record_release
+    from transforms.record.release import card_limitations
 
-    passages, queries = release_rows(run_dir)
-    spec = spec_of(provenance, "record")
-    models = (f"annotator `{spec['annotator']['name']}` (model `{spec['annotator']['model']}`), "
-              f"coreference `{spec['coref']['name']}`")
-    if any(s.get("command") == "record filter" for s in (provenance or {}).get("steps", [])):
-        models += f", machine-filter reader `{spec['filter']['reader']}`"
     try:
         table = stats(run_dir)
     except (FileNotFoundError, KeyError) as error:
         table = f"(not available for this run: {error})"
-    sections = run_card_sections(run_dir, provenance, "record", table,
-                                 f"Annotated by: {models}.\n\n{' '.join(LIMITATIONS.split())}")
-    return Release(
-        pretty_name="ReCoRD (regenerated with csdata)",
-        configs=[Config("passages", load_schema("record", "release_passages"), passages, "passages"),
-                 Config("queries", load_schema("record", "release_queries"), queries, "queries")],
-        license="unknown", task_categories=["question-answering"], task_ids=["extractive-qa"],
-        source_datasets=["extended|cnn_dailymail"],
-        summary=("Reading Comprehension with Commonsense Reasoning (Zhang et al. 2018): cloze "
-                 "queries over CNN/Daily Mail news passages, regenerated from raw articles by "
-                 "csdata. Config `passages` has one row per passage with its queries in the "
-                 "official ReCoRD JSON shape; config `queries` one row per query. Offsets are "
-                 "character offsets into the passage text; `end` is inclusive."),
-        sections=sections, citation=CITATION, file_metadata=release_metadata(run_dir, provenance))
+    limitations = card_limitations(spec_of(provenance, "record"), (provenance or {}).get("steps", []))
+    sections = run_card_sections(run_dir, provenance, "record", table, limitations)
+    return record_release(run_dir, sections, release_metadata(run_dir, provenance))
 
 
 def is_run(path) -> bool:
@@ -446,4 +341,4 @@ def demo(output_dir: Path, make_options) -> bool:
     print(f"\nReCoRD stage 3 (machine filter, lexical reader, 5 folds) -> {filtered}")
     filter_summary = run_filter(spec, str(output), str(filtered), options=make_options())
     print(format_filter_summary(filter_summary))
-    return _balanced(summary) and _balanced(filter_summary)
+    return balanced(summary) and balanced(filter_summary)

@@ -37,7 +37,7 @@ def add_release_commands(sub: Any, dataset: str, what: str, release: bool = True
                         "`datasets.load_dataset(OUTPUT)` loads it.")
         command.add_argument("run_dir", help=f"output directory of the run to release ({what})")
         command.add_argument("--output", required=True, help="release directory to write")
-        command.set_defaults(staged_output=True, command_parser=command)
+        command.set_defaults(writes_output=True, command_parser=command)
     reproduce = sub.add_parser(
         "reproduce", help="rerun a release from its recorded inputs and spec and compare the rows",
         description="Reads DIR/provenance.json, checks that every recorded input still has its "
@@ -157,7 +157,7 @@ def reproduce_command(args: argparse.Namespace, extra: Sequence[str] = ()) -> in
     recorded spec; upstream outputs) but never the Beam options recorded with them, which the
     release's author chose: `extra`, the user's own, apply instead, and the recorded ones only
     with `--trust-recorded-options`."""
-    from pipeline.outputs.protocol import check_output, write_marker
+    from pipeline.outputs.protocol import check_output, run_info, write_marker
 
     check_output(args.output)
     provenance, steps = read_steps(args.release_dir)
@@ -191,7 +191,8 @@ def reproduce_command(args: argparse.Namespace, extra: Sequence[str] = ()) -> in
         {"release": str(args.release_dir), "tables": dict(differences), "identical": not different},
         indent=1) + "\n", encoding="utf-8")
     print("identical" if not different else f"differ: {', '.join(different)}")
-    write_marker(str(new), {"command": "reproduce", "release": str(args.release_dir)})   # reusable
+    write_marker(str(new), {**run_info(args.command, f"{args.command} reproduce"),   # reusable
+                            "release": str(args.release_dir)})
     return EXIT_DIFFERENT if different else 0
 
 
@@ -257,7 +258,7 @@ def parse_step(step: Mapping[str, Any], index: int) -> tuple[argparse.Namespace,
         raise UserError(f"provenance.json step {index + 1}: csdata does not accept the recorded command "
                         f"line `csdata {' '.join(argv)[:200]}`") from None
     names = [m.__name__.rsplit(".", 1)[-1] for m in dataset_modules()]
-    if args.command not in names or not getattr(args, "staged_output", False):
+    if args.command not in names or not getattr(args, "writes_output", False):
         raise UserError(f"provenance.json step {index + 1}: `csdata {' '.join(argv[:3])}` is not a "
                         "command that writes a dataset output")
     return args, recorded
@@ -271,7 +272,8 @@ def rerun_step(step: Mapping[str, Any], args: argparse.Namespace, options: Seque
     the recorded working directory."""
     import yaml
 
-    from pipeline.cli.main import dataset_modules, run_command
+    from pipeline.cli.main import dataset_modules
+    from pipeline.cli.run import run_command
 
     args.argv = list(step["argv"])
     args.output = output

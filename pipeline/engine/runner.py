@@ -1,6 +1,7 @@
-"""Running a pipeline: the offline runner default, Beam's options, the worker plugin and heap
-bound of local workers, and the checks of a command line before any work starts (the output
-protocol is `pipeline.outputs`)."""
+"""Running a pipeline: the offline runner default, Beam's options, the worker plugin, the tuning
+of runs on this machine (the heap bound of local workers, the state sampler of bundles in
+process), and the checks of a command line before any work starts (the output protocol is
+`pipeline.outputs`)."""
 from __future__ import annotations
 
 import contextlib
@@ -91,17 +92,13 @@ def default_options() -> PipelineOptions:
     return beam_options([])
 
 
-# glibc's malloc serves a block above its mmap threshold (128 KiB at start) by mmap and returns it
-# to the system when freed, but raises the threshold to the size of each such block freed (up to
-# 32 MiB). The local runner moves a fused stage's whole input and output as single messages of
-# several MiB (5.6 MiB of articles at 1,200 of them, 9 MiB of rejects), so after the first one
-# they come from the heap, whose freed space stays in the process: a `multi_processing` worker
-# at 1,200 articles ended with 178 MiB free in its heap and 72 MiB in use (80 and 67 at 120).
-# A fixed threshold (which also stops the raising) keeps such blocks out of the heap. 8 MiB: the
-# workers' data messages are at most 1 MiB now (`pipeline.engine.worker`), and a lower threshold costs
-# spaCy's per-batch arrays an mmap and its page faults each (128 KiB: +19% worker CPU; 1 MiB: 2
-# workers 1.59-1.61x one worker at 360 articles against 1.71-1.74x at 8 MiB, medians of two
-# alternating rounds in each order; a worker's peak at 10x the input 1.13x against 1.15x).
+# glibc's malloc serves a block above its mmap threshold by mmap and returns it to the system
+# when freed, but raises the threshold to the size of each such block freed (up to 32 MiB). The
+# local runner moves a fused stage's whole input and output as single messages of several MiB, so
+# after the first one they would come from the heap, whose freed space stays in the process. A
+# fixed threshold (which also stops the raising) keeps such blocks out of the heap. It sits above
+# the workers' data messages (`pipeline.engine.worker`), since a lower one costs spaCy's per-batch
+# arrays an mmap and its page faults each (figures: docs/benchmarks.md).
 MALLOC_MMAP_THRESHOLD = 8 * 1024 * 1024
 MALLOC_ENV = "MALLOC_MMAP_THRESHOLD_"
 

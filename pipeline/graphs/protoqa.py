@@ -18,14 +18,8 @@ from transforms.core.progress import ProgressLine
 from transforms.core.provenance import file_metadata
 from transforms.core.sinks import WriteTable
 from transforms.core.stages import Summarize
-from transforms.protoqa.questions import (
-    QUESTION_STAGES,
-    CurateQuestions,
-    ReadQuestionLines,
-    question_units,
-    read_id_list,
-    scraped_jsonl,
-)
+from transforms.protoqa.questions import QUESTION_STAGES, CurateQuestions, scraped_jsonl
+from transforms.protoqa.read import ReadQuestionLines, question_units, read_id_list
 
 
 def run_questions(spec: ProtoqaSpec, inputs: Sequence[str], output: str, omitted: Sequence[str] = (),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -17,32 +17,28 @@ from data_specs import RecordSpec
 from pipeline.engine.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.accounting import Reject
 from transforms.core.coders import RejectCoder  # noqa: F401  (registers the coder of Reject)
-from transforms.core.dedup import DEDUP_NEAR, SIGNATURE_SIDE, DropNearDuplicates, MinHasher
+from transforms.core.dedup import DEDUP_NEAR, DropNearDuplicates, MinHasher
 from transforms.core.errors import UserError
 from transforms.core.io import read_summary, write_json
 from transforms.core.memo import resume_work
 from transforms.core.progress import ProgressLine
 from transforms.core.provenance import file_metadata
 from transforms.core.sinks import WriteTable, WriteTables
-from transforms.core.stages import ChainedStages, Ledger, Stage, StageStep, Summarize, split_sides
+from transforms.core.stages import ChainedStages, Ledger, Stage, StageStep, Summarize
 from transforms.record.annotate import STAGE as ANNOTATE_STAGE
 from transforms.record.annotate.backends.allennlp import write_inputs
 from transforms.record.annotate.compare import CompareAnnotations, compare_report
-from transforms.record.annotate.stage import (
-    STORED_SIDE,
-    UNIT_COLUMNS,
-    Annotate,
-    AnnotateArticles,
-    OrderByWork,
-    check_cacheable,
-    check_models,
-    matching_paths,
-    parquet_rows,
-    single_backend,
+from transforms.record.annotate.order import OrderByWork
+from transforms.record.annotate.registry import check_cacheable, check_models, single_backend
+from transforms.record.annotate.reuse import (
+    SIGNATURE_OUTPUT,
+    ReadStoredAnnotations,
+    article_minhash,
+    signed_rows,
 )
+from transforms.record.annotate.stage import Annotate, AnnotateArticles
 from transforms.record.annotate.store import TABLE as ANNOTATIONS_TABLE
-from transforms.record.annotate.store import annotation_row, minhash_key, text_hash
-from transforms.record.article import Article
+from transforms.record.annotate.store import minhash_key, text_hash
 from transforms.record.curate import (
     DEDUP_ID,
     PASSAGE_STAGE,
@@ -54,11 +50,12 @@ from transforms.record.curate import (
     shingles,
     splittable,
 )
+from transforms.record.formats import read_url_list
 from transforms.record.machine_filter import STAGE as MACHINE_STAGE
 from transforms.record.machine_filter import MachineFilter, fold_summary
 from transforms.record.queries import SENTENCE_STAGE, sentence_queries
 from transforms.record.read import STAGE as READ_STAGE
-from transforms.record.read import ReadArticles, read_url_list
+from transforms.record.read import ReadArticles
 from transforms.record.readers import check_reader
 
 TABLES = ("passages", "queries", "rejects")
@@ -70,11 +67,6 @@ ANNOTATE_TABLES = (ANNOTATIONS_TABLE, "rejects")
 # The reuse outcomes' tallies of a generate run with stored annotations (summary.json's entry
 # of that name, which `run_record` turns into its `annotations` entry).
 REUSE_SECTION = "annotation_reuse"
-
-
-# --------------------------------------------------------------------------------------------
-# Pipelines
-# --------------------------------------------------------------------------------------------
 
 
 def read_url_info(pbegin, url_lists: Sequence[str]) -> Optional[beam.PCollection]:
@@ -169,36 +161,6 @@ def write_with_rejects(tables: dict[str, beam.PCollection], ledger: Ledger, out:
         out, names, shards, file_metadata=file_metadata, row_of={"rejects": Reject.row})
 
 
-SIGNATURE_OUTPUT = "signatures"
-
-
-class ReadStoredAnnotations(beam.PTransform):
-    """The rows stored under `path` (a `csdata record annotate` output), keyed for `Annotate`'s
-    join (`stage.keyed_stored_rows`), and on the SIGNATURE_OUTPUT output the MinHash signatures made
-    as `key` says, keyed for `DropNearDuplicates` (`stage.keyed_stored_signatures`): one read."""
-
-    def __init__(self, path: str, key: str):
-        super().__init__()
-        self._path, self._key = path.rstrip("/"), key
-
-    def expand(self, pbegin):
-        # Listed when the pipeline is built: `Create` spreads several shards over workers itself.
-        shards = matching_paths(f"{self._path}/{ANNOTATIONS_TABLE}/*.parquet")
-        return (pbegin | "Shards" >> beam.Create(shards)
-                | "Read" >> beam.FlatMap(stored_rows_and_signatures, self._key)
-                .with_outputs(SIGNATURE_OUTPUT, main="rows"))
-
-
-def stored_rows_and_signatures(path: str, key: str) -> Iterator[Any]:
-    """`keyed_stored_rows` of one shard, and its `keyed_stored_signatures` on SIGNATURE_OUTPUT (the
-    signature columns left out of the rows)."""
-    for row in parquet_rows(path, (*UNIT_COLUMNS, "minhash_key", "minhash")):
-        made, signature = row.pop("minhash_key", None), row.pop("minhash", None)
-        if made == key and signature:
-            yield beam.pvalue.TaggedOutput(SIGNATURE_OUTPUT, (row["article_id"], (SIGNATURE_SIDE, (row["text_hash"], signature))))
-        yield row["article_id"], (STORED_SIDE, row)
-
-
 def reuse_summary(counts: dict[str, int], source: str) -> dict:
     """The `annotations` entry of summary.json: articles, reused, annotated (and why)."""
     articles = sum(counts.values())
@@ -278,28 +240,6 @@ class AnnotateRecordArticles(beam.PTransform):
         write_with_rejects({ANNOTATIONS_TABLE: rows}, ledger, out, shards, self._meta)
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
                 | "Summarize" >> Summarize(f"{out}/summary.json", ANNOTATE_STAGES, few=True))
-
-
-def article_signature(article: Article, hasher: MinHasher, size: int) -> list[int]:
-    """The MinHash signature near-duplicate removal computes for `article` ([] without words)."""
-    signature = hasher.signature(shingles(article, size))
-    return [] if signature is None else [int(v) for v in signature]
-
-
-def article_minhash(article: Article, hasher: Optional[MinHasher], key: str, size: int
-                    ) -> tuple[str, list[int]]:
-    """`(minhash_key, signature)` of an article for its annotation row; `("", [])` without a
-    hasher (near-duplicate removal off)."""
-    return (key, article_signature(article, hasher, size)) if hasher is not None else ("", [])
-
-
-def signed_rows(grouped: tuple[str, Iterable[tuple[int, Any]]], rules: Sequence[str] = ()) -> Iterator[dict]:
-    """The annotation row of an article with its signature and its entities after the NER
-    post-`rules` (no row when the article was not annotated)."""
-    annotations, sides = split_sides(grouped[1], 0)
-    for annotation in annotations:
-        minhash, texts = sides[0] if sides else (("", ()), None)
-        yield annotation_row(annotation, minhash, texts, rules)
 
 
 def run_annotate(spec: RecordSpec, inputs: Sequence[str], output: str,

@@ -13,6 +13,16 @@ object store alike (where things live: `pipeline.outputs.paths`; the lease:
 4. **Cleanup.** The attempt the commit replaced stays until the next commit (a reader may be in
    the middle of it); older attempts and the resumable work go. A failed or interrupted run
    removes its attempt and keeps the work (`pipeline.outputs.resume`) for the next run.
+
+The marker `csdata-run.json` says what a finished run is: csdata's version, the dataset, the
+command words (`protoqa sheets import`) and when it finished (`run_info`), then the attempt, its
+files and the attempt it replaced. A folder written outside the protocol (the demo's,
+`reproduce`'s) gets the same marker from `write_marker`; `read_marker` reads it back.
+
+The words of this protocol are attempt, commit, lease and resume; an output is never "staged".
+"Staged" in csdata means one thing only: the files a Beam job stages for its workers
+(`pipeline.engine.worker_boot`). `.NAME.csdata-staging` is the name of a folder older csdata
+versions left beside a local output, which `clean` removes.
 """
 from __future__ import annotations
 
@@ -147,12 +157,12 @@ def probe_writable(paths: OutputPaths) -> None:
 
 
 @contextlib.contextmanager
-def begin(output: str, local_staging: bool = False, timeout: float = DEFAULT_TIMEOUT,
+def begin(output: str, local_files: bool = False, timeout: float = DEFAULT_TIMEOUT,
           options: Any = None) -> Iterator[Run]:
     """Take the lease, remove dead attempts, and yield the new `Run`. On any exception (Ctrl-C
     and SIGTERM included) the attempt is removed, unless `keep` was set; the lease is released
-    either way. `local_staging`: the command writes local files, uploaded at commit (a plain
-    command with a remote output)."""
+    either way. `local_files`: the command writes local files, uploaded into the attempt at
+    commit (a plain command with a remote output)."""
     paths = OutputPaths(output)
     name = new_attempt_name()
     lease = make_lease(paths, name, timeout, options)
@@ -165,8 +175,8 @@ def begin(output: str, local_staging: bool = False, timeout: float = DEFAULT_TIM
             run.notes.extend(f"Flink job {job} of a dead run into this output cancelled"
                              for job in cancel_jobs(dead))
         remove_attempts(paths, keep={committed_name(paths)})
-        if local_staging and paths.remote:
-            run.folder = tempfile.mkdtemp(prefix="csdata-staging-")
+        if local_files and paths.remote:
+            run.folder = tempfile.mkdtemp(prefix="csdata-local-")
         elif not paths.remote:
             os.makedirs(run.folder)
         yield run
@@ -182,9 +192,23 @@ def begin(output: str, local_staging: bool = False, timeout: float = DEFAULT_TIM
         ACTIVE.remove(run)
 
 
+def run_info(dataset: str, command: str) -> dict[str, str]:
+    """The marker's fields that say what ran: csdata's version, the dataset, the command words
+    (`protoqa sheets import`) and when it finished."""
+    from transforms.core.provenance import csdata_version, utc_now
+
+    return {"csdata": csdata_version(), "dataset": dataset, "command": command, "finished": utc_now()}
+
+
 def write_marker(folder: str, info: dict) -> None:
-    """Mark a folder written outside the protocol (`reproduce`'s) as a finished run."""
+    """Mark a folder written outside the protocol (the demo's, `reproduce`'s) as a finished run;
+    `info` is `run_info`'s, with anything the caller adds."""
     write_json(join(folder, RUN_MARKER), info)
+
+
+def read_marker(folder: str) -> dict:
+    """The marker of a finished run's folder (`{}` when it has none, or a damaged one)."""
+    return read_json(join(folder, RUN_MARKER)) or {}
 
 
 def _empty_root(paths: OutputPaths) -> bool:
@@ -195,7 +219,7 @@ def _empty_root(paths: OutputPaths) -> bool:
 
 
 def discard(run: Run) -> None:
-    """Remove what `run` wrote (its attempt; a local staging folder). The store may be what
+    """Remove what `run` wrote (its attempt; its local folder). The store may be what
     failed: then what is left goes with the next run into the output."""
     with contextlib.suppress(Exception):
         remove_tree(run.attempt)
@@ -270,8 +294,8 @@ def _swap_link(paths: OutputPaths, name: str) -> Optional[str]:
 
 def clean(output: str, timeout: float = DEFAULT_TIMEOUT, options: Any = None) -> list[str]:
     """`csdata clean OUTPUT`: remove what no live run holds (dead attempts, the attempt the last
-    commit replaced, resumable work, and the staging folders older csdata versions left beside a
-    local output); returns what was removed. The committed run is never touched; with a live
+    commit replaced, resumable work, and the folders older csdata versions left beside a local
+    output); returns what was removed. The committed run is never touched; with a live
     run in progress, its attempt and work stay too."""
     paths = OutputPaths(output)
     if not paths.remote and not Path(paths.root).exists() and not _legacy_leftovers(paths):

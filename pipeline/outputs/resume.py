@@ -21,7 +21,7 @@ from pipeline.outputs.paths import OutputPaths, join, remove_tree
 
 # Arguments that do not change what a run computes.
 NOT_KEYED = {"output", "final_output", "argv", "verbose", "quiet", "debug", "fresh", "lease_timeout",
-             "work", "command_parser", "staged_output", "beam_writer", "beam_reader"}
+             "work", "command_parser", "writes_output", "beam_writer", "beam_reader"}
 
 
 def run_key(args: argparse.Namespace) -> str:

@@ -26,7 +26,8 @@ from tests.crowd_files import (
     mturk_row,
 )
 from transforms.core.io import read_table
-from transforms.core.platforms import fill_template, serve_preview
+from transforms.core.mturk import fill_template
+from transforms.core.preview_server import serve_preview
 from transforms.cosmos import crowd
 
 pytestmark = pytest.mark.slow      # a stage-1 run of the sample blogs (spaCy, MiniLM)

@@ -11,7 +11,6 @@ from pathlib import Path
 from selenium.webdriver.common.by import By
 
 from data_specs import load_spec
-from pipeline.cli.protoqa import run_hits_export, run_hits_import
 from tests.browser.conftest import console_errors
 from tests.crowd_files import (
     label_studio_annotation,
@@ -22,7 +21,9 @@ from tests.crowd_files import (
     mturk_results_csv,
     mturk_row,
 )
-from transforms.core.platforms import fill_template, serve_preview
+from transforms.core.mturk import fill_template
+from transforms.core.preview_server import serve_preview
+from transforms.protoqa.steps import run_hits_export, run_hits_import
 
 QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "platforms" / "protoqa_questions.jsonl"
 SHOWN = "Name something you’d find in a kitchen drawer & never use."

@@ -24,8 +24,10 @@ from tests.crowd_files import (
     mturk_row,
 )
 from transforms.core.io import read_table
-from transforms.core.platforms import fill_template, serve_preview
-from transforms.record.crowd import export_hits, import_results
+from transforms.core.mturk import fill_template
+from transforms.core.preview_server import serve_preview
+from transforms.record.crowd import import_results
+from transforms.record.hits_export import export_hits
 from transforms.record.metric import is_correct
 
 pytestmark = pytest.mark.slow      # a generate run of the sample corpus (spaCy)

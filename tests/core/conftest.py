@@ -83,7 +83,8 @@ def tiny_protoqa_release(tmp_path) -> Path:
     """A ProtoQA release written by hand: two questions (dev.jsonl), one coverage reject."""
     run = tmp_path / "release"
     run.mkdir()
-    (run / "run.json").write_text(json.dumps({"dataset": "protoqa", "command": "release"}), encoding="utf-8")
+    (run / "csdata-run.json").write_text(json.dumps({"dataset": "protoqa", "command": "protoqa release"}),
+                                         encoding="utf-8")   # a finished run
     records = [protoqa_record("q1", [50, 30, 20]), protoqa_record("q2", [40, 30, 10, 5, 5, 4, 3, 2, 1])]
     (run / "dev.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     _summary(run, {"coverage": stage_entry(3, 2, {"low_coverage": 1})},

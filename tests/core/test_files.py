@@ -181,8 +181,8 @@ def test_a_big_line_file_is_read_in_ranges_with_the_line_numbers_of_a_whole_read
 
 
 def test_the_datasets_line_readers_number_ranges_as_whole_files(tmp_path):
-    from transforms.protoqa.questions import Oversized, iter_question_lines
-    from transforms.record.read import iter_raw_records
+    from transforms.protoqa.read import Oversized, iter_question_lines
+    from transforms.record.raw_records import iter_raw_records
 
     rows = tmp_path / "rows.jsonl"
     rows.write_bytes(b'{"id": "a"}\n\n' + b'{"id": "' + b"b" * 40 + b'"}\n{"id": "c"}\n')

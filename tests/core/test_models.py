@@ -8,14 +8,12 @@ import pytest
 
 from tests.conftest import loaded_modules, python_output
 from transforms.core import models
+from transforms.core.minilm import MiniLMEncoder, check_minilm, minilm_path
 from transforms.core.models import (
-    MiniLMEncoder,
     ModelUnavailable,
-    check_minilm,
     check_spacy,
     idle_embedders,
     load_spacy,
-    minilm_path,
     require_packages,
     resolve_device,
 )
@@ -39,9 +37,10 @@ def _one_line(error: pytest.ExceptionInfo) -> str:
     return message
 
 
-def test_importing_the_module_loads_no_heavy_library():
+@pytest.mark.parametrize("module", ["transforms.core.models", "transforms.core.minilm"])
+def test_importing_the_module_loads_no_heavy_library(module):
     heavy = ["torch", "transformers", "spacy", "numpy", "sentence_transformers"]
-    assert loaded_modules("import transforms.core.models", heavy) == []
+    assert loaded_modules(f"import {module}", heavy) == []
 
 
 # ---- process exit ----------------------------------------------------------------------------

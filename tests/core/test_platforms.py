@@ -16,24 +16,25 @@ import pytest
 from data_specs import load_spec
 from transforms.core import pages
 from transforms.core.errors import UserError
+from transforms.core.label_studio import label_studio_tasks, read_label_studio_export
+from transforms.core.mturk import (
+    MTURK_RESULT_COLUMNS,
+    fill_template,
+    read_mturk_results,
+    template_variables,
+    write_mturk_batch,
+)
 from transforms.core.platforms import (
     LABEL_STUDIO,
     MTURK,
-    MTURK_RESULT_COLUMNS,
     OWN_CSV,
     Assignment,
     answer_text,
     check_inputs,
     detect_results_format,
-    fill_template,
-    label_studio_tasks,
     parse_time,
-    read_label_studio_export,
-    read_mturk_results,
-    serve_preview,
-    template_variables,
-    write_mturk_batch,
 )
+from transforms.core.preview_server import serve_preview
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "platforms"
 LIMITS = load_spec("record").limits

@@ -1,4 +1,4 @@
-"""Progress lines on stderr (issue #10): throttling and format with an injected clock, the
+"""Progress lines on stderr: throttling and format with an injected clock, the
 passthrough transform, the `csdata record generate` subprocess, and `format_written`."""
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from transforms.core.progress_lines import (
     INTERVAL_ENV,
     Reporter,
     default_interval,
-    format_written,
 )
+from transforms.core.written import format_written
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = [("articles", "read"), ("articles", "annotated"), ("queries", "written")]

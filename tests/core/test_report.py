@@ -325,8 +325,8 @@ def test_protoqa_summary_rejects_are_read(tiny_protoqa_release):
 def test_protoqa_agreement_run(tmp_path, capsys):
     run = tmp_path / "agree"
     run.mkdir()
-    (run / "run.json").write_text(json.dumps({"dataset": "protoqa", "command": "sheets-import"}), encoding="utf-8")
-    (run / "csdata-run.json").write_text("{}", encoding="utf-8")   # a finished run
+    (run / "csdata-run.json").write_text(json.dumps({"dataset": "protoqa", "command": "protoqa sheets import"}),
+                                         encoding="utf-8")   # a finished run
     (run / "agreement.json").write_text(json.dumps({
         "annotators": ["A", "B"], "mentions": "strings", "questions": 1, "macro_blanc": 70.0, "micro_blanc": 71.5,
         "per_question": {"q1": {"blanc": 70.0, "recall": 80.0, "precision": 60.0, "clusters_a": 3, "clusters_b": 4}},

@@ -104,7 +104,7 @@ def test_a_foreign_non_empty_directory_is_never_replaced(tmp_path, capsys):
 @pytest.mark.parametrize("command", [["record", "export"], ["record", "filter", "--output", "x"], ["stats"]])
 def test_downstream_commands_refuse_an_incomplete_run(tmp_path, capsys, command):
     half = tmp_path / "half"
-    (half / "passages").mkdir(parents=True)       # what a run killed without staging left behind
+    (half / "passages").mkdir(parents=True)       # what a run killed outside the output protocol left behind
     assert main(command[:2] + [str(half)] + command[2:] if command != ["stats"] else ["stats", str(half)]) == 2
     assert "not the output of a finished csdata run" in capsys.readouterr().err
 

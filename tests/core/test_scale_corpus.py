@@ -14,7 +14,7 @@ from tests.scale_corpus import BLOG_DATA, RECORD_DATA, CopyWords, build_corpus, 
 from transforms.core.dedup import MinHasher, near_duplicates_in_bucket
 from transforms.cosmos.read import find_posts
 from transforms.record.curate import shingles
-from transforms.record.read import parse_story
+from transforms.record.formats import parse_story
 
 ARTICLES, BLOGS = 22, 25      # 1x: 2 copies of each of the 11 stories, 5 of each of the 5 blog files
 D2 = "bc9756632a5af516f1a7569a2d6fcc1881392fe5"       # and its near duplicate by design (README)

@@ -7,16 +7,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import beam_test_pipeline
-from transforms.core.sinks import (
+from transforms.core.shards import (
     TEMP_PREFIX,
     ShardWriter,
-    WriteTable,
     finalize_shards,
     merge_shard,
     plan_shards,
     rows_to_batch,
     shard_names,
 )
+from transforms.core.sinks import WriteTable
 
 REJECT = {"stage": "read", "reason": "empty_article", "record_id": "a1", "detail": "x.story"}
 

@@ -3,6 +3,8 @@ reference page (reference/spec.md) is generated from them. Descriptions are the 
 docstrings under the fields (`SpecModel.model_config["use_attribute_docstrings"]`)."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any, Iterator, get_args
 
 import pytest
@@ -81,9 +83,26 @@ def test_descriptions_come_from_the_attribute_docstrings():
     assert "passage body" in description and "§3.2" in description
 
 
+def defined_sections() -> set[type[SpecModel]]:
+    """Every SpecModel subclass defined in a module of the `data_specs.models` package."""
+    found = set()
+    for info in pkgutil.iter_modules(models.__path__, prefix=f"{models.__name__}."):
+        module = importlib.import_module(info.name)
+        found.update(cls for cls in vars(module).values()
+                     if isinstance(cls, type) and issubclass(cls, SpecModel) and cls is not SpecModel
+                     and cls.__module__ == module.__name__)
+    return found
+
+
 def test_the_walk_reaches_every_section_model():
-    # Every SpecModel subclass of data_specs.models is a section of some spec: none is skipped.
-    defined = {cls for cls in vars(models).values()
-               if isinstance(cls, type) and issubclass(cls, SpecModel) and cls is not SpecModel}
+    # Every SpecModel subclass of the package's modules is a section of some spec: none is skipped.
+    defined = defined_sections()
     reached = set().union(*(sections(spec) for spec in SPECS))
     assert defined == reached, sorted(cls.__name__ for cls in defined ^ reached)
+
+
+def test_the_package_names_every_section_model():
+    # `from data_specs.models import AnySection` works for the sections of every module.
+    unnamed = sorted(cls.__name__ for cls in defined_sections()
+                     if getattr(models, cls.__name__, None) is not cls or cls.__name__ not in models.__all__)
+    assert unnamed == []

@@ -12,7 +12,7 @@ from pipeline.cli.main import main
 from tests.cosmos.crowd_sets import cosmos_spec, import_simulated, judgement, write_csv, write_paragraphs
 from transforms.core.errors import UserError
 from transforms.core.io import read_table
-from transforms.cosmos import crowd, nota, release
+from transforms.cosmos import crowd, crowd_results, nota, release
 from transforms.cosmos.scorers import MiniLMAnswers
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "cosmos" / "golden"
@@ -77,8 +77,8 @@ def test_unanswerable_rule(tmp_path, cosmos_simulated, cosmos_crowd_spec):
 
 
 def test_unanswerable_needs_two_intended_and_one_vote():
-    qset = crowd.QuestionSet("s", "p", "", "a", "w", 1, "", "q?", ["yes"], ["n1", "n2", "n3"])
-    j = lambda intended, commonsense=True, without=False: crowd.Judgement(  # noqa: E731
+    qset = crowd_results.QuestionSet("s", "p", "", "a", "w", 1, "", "q?", ["yes"], ["n1", "n2", "n3"])
+    j = lambda intended, commonsense=True, without=False: crowd_results.Judgement(  # noqa: E731
         "v", True, True, "yes" if intended else "n1", intended, commonsense, without)
     qset.judgements = [j(True), j(True), j(False)]
     assert not nota.is_unanswerable(qset, 2)

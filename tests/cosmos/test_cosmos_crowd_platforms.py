@@ -25,8 +25,8 @@ from tests.crowd_files import (
 )
 from transforms.core.errors import UserError
 from transforms.core.io import read_table
+from transforms.core.mturk import template_variables
 from transforms.core.pages import form_field_names
-from transforms.core.platforms import template_variables
 from transforms.cosmos import crowd
 
 PLATFORMS = Path(__file__).resolve().parents[1] / "data" / "platforms"

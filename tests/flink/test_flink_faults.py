@@ -17,12 +17,14 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from pipeline.cli.main import main
 from pipeline.engine.flink import rest_get
+from pipeline.engine.worker_boot import TEMP_PREFIX
 from pipeline.outputs.paths import OutputPaths
 from tests.conftest import DATA, ROOT, parquet_rows
 from tests.flink.test_flink_pipelines import FLINK, JOB_LINE, MASTER, assert_same_output, digest, run
@@ -90,26 +92,37 @@ def parent_of(pid: int) -> int:
         return 0
 
 
-def cluster_sdk_workers() -> dict[int, int]:
-    """The Python SDK workers the cluster's TaskManagers run now: {worker pid: its boot's pid}
-    (the `csdata-sdk-worker` process that started it, a TaskManager's child)."""
-    taskmanagers = set(taskmanager_pids())
+def environment_of(pid: int) -> dict[str, str]:
+    """The environment process `pid` started with ({} once it is gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    return dict(item.split("=", 1) for item in raw.decode("utf-8", "replace").split("\0") if "=" in item)
+
+
+def sdk_workers_of(job_name: str) -> dict[int, str]:
+    """The Python SDK workers running the job named `job_name`: {worker pid: its boot's folder,
+    or '' where that folder is not the boot's own}.
+    `csdata-sdk-worker` hands each worker the job's pipeline options (`PIPELINE_OPTIONS`, which
+    name the job) and the folder it made for it (`SEMI_PERSISTENT_DIRECTORY`) in its environment;
+    a folder is the boot's own, for it to remove, when its name carries the boot's pid (the
+    worker's parent)."""
     found = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
-            cmdline = (proc / "cmdline").read_bytes()
+            if b"sdk_worker_main" not in (proc / "cmdline").read_bytes():
+                continue
         except OSError:
             continue
-        if b"sdk_worker_main" not in cmdline:
+        pid = int(proc.name)
+        env = environment_of(pid)
+        if job_name not in env.get("PIPELINE_OPTIONS", ""):
             continue
-        pid, boot = int(proc.name), parent_of(int(proc.name))
-        chain, ancestor = 0, boot
-        while ancestor > 1 and ancestor not in taskmanagers and chain < 8:
-            ancestor, chain = parent_of(ancestor), chain + 1
-        if ancestor in taskmanagers:
-            found[pid] = boot
+        folder = env.get("SEMI_PERSISTENT_DIRECTORY", "")
+        found[pid] = folder if Path(folder).name.startswith(f"{TEMP_PREFIX}{parent_of(pid)}-") else ""
     return found
 
 
@@ -131,19 +144,19 @@ def test_a_taskmanager_killed_mid_job_is_replaced_and_the_job_writes_the_clean_r
 
 def test_a_python_worker_killed_mid_job_is_restarted_and_the_job_writes_the_clean_rows(tmp_path, capsys):
     run([*GENERATE, "--output", str(tmp_path / "local")], capsys)
-    earlier = set(cluster_sdk_workers())         # other jobs' workers: never this test's to kill
-    driver = Driver([*GENERATE, "--output", str(tmp_path / "flink")], tmp_path / "stderr")
+    job_name = f"csdata-test-faults-{uuid.uuid4().hex[:12]}"   # what marks this job's workers
+    driver = Driver([*GENERATE, "--output", str(tmp_path / "flink"), f"--job_name={job_name}"],
+                    tmp_path / "stderr")
     job_id = driver.job_id()
     killed: set[int] = set()
-    boots: set[int] = set()
+    folders: set[str] = set()
     deadline = time.monotonic() + 180
-    # SIGKILL this job's Python workers (those of the cluster started since the job was
-    # submitted) until the job has failed once (a worker between two bundles may die unnoticed:
-    # the next one is killed then).
+    # SIGKILL this job's Python workers until the job has failed once (a worker between two
+    # bundles may die unnoticed: the next one is killed then). Other jobs' workers are left alone.
     while failures(job_id) == 0:
         assert driver.process.poll() is None and time.monotonic() < deadline, "no worker was lost mid-bundle"
-        workers = {pid: boot for pid, boot in cluster_sdk_workers().items() if pid not in earlier}
-        boots.update(workers.values())
+        workers = sdk_workers_of(job_name)
+        folders.update(folder for folder in workers.values() if folder and Path(folder).is_dir())
         for pid in workers:
             if python_stage_running(job_id):
                 os.kill(pid, signal.SIGKILL)
@@ -153,9 +166,11 @@ def test_a_python_worker_killed_mid_job_is_restarted_and_the_job_writes_the_clea
     assert code == 0, err
     assert killed and RESTARTED.search(err), err
     assert_same_output(tmp_path / "local", tmp_path / "flink")
-    # The boots of the killed workers left their folders; the boots after them remove them.
-    leftovers = lambda: [p for boot in boots for p in Path("/tmp").glob(f"csdata-sdk-worker-{boot}-*")]  # noqa: E731
-    wait_until(lambda: not leftovers(), 120, f"the folders of the killed workers' boots removed: {leftovers()}")
+    # Every folder a boot of this job made is gone once the job is: a boot removes its own when
+    # its worker ends, and a later boot removes those of boots that died (their pid is in the name).
+    assert folders, "no folder of this job's boots was seen"
+    left = lambda: sorted(folder for folder in folders if Path(folder).exists())  # noqa: E731
+    wait_until(lambda: not left(), 120, f"the folders of this job's boots removed: {left()}")
 
 
 def job_server_children(parent: int) -> list[int]:

@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 
 from data_specs import load_spec
 from pipeline.cli.main import main
-from pipeline.cli.protoqa import run_hits_export
 from pipeline.cli.releases import check_recorded_inputs, read_steps
 from tests.fuzz.mutations import bounded, damaged, json_values, mutated_bytes, mutated_json
 from transforms.core.errors import UserError
-from transforms.protoqa.questions import iter_question_lines, parse_question
+from transforms.protoqa.read import iter_question_lines, parse_question
+from transforms.protoqa.steps import run_hits_export
 from transforms.record.report import reference_figures
 
 DATA = Path(__file__).resolve().parents[1] / "data"

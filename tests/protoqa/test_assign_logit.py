@@ -8,11 +8,12 @@ import pytest
 
 from data_specs import load_spec
 from transforms.protoqa import assign as ps
-from transforms.protoqa import metric as pm
+from transforms.protoqa import assign_signals as sig
+from transforms.protoqa import metric_inputs as mi
 
-QUESTION = pm.Question("q", "name something you feed a dog.", [
-    pm.Cluster("q.0", ("dog food", "bones"), 10),
-    pm.Cluster("q.1", ("cat",), 6),
+QUESTION = mi.Question("q", "name something you feed a dog.", [
+    mi.Cluster("q.0", ("dog food", "bones"), 10),
+    mi.Cluster("q.1", ("cat",), 6),
 ])
 
 
@@ -27,14 +28,14 @@ def lemma_only_assigner(threshold: float = 0.3) -> ps.ClusterAssigner:
 
 # ------------------------------------------------------------------------------------ signals
 def test_lemmas_head_coverage_and_prior():
-    assert ps.lemmas("the big puppies") == ("big", "puppy")
-    assert ps.head_lemma("the big puppies") == "puppy" and ps.head_lemma("the") == ""
+    assert sig.lemmas("the big puppies") == ("big", "puppy")
+    assert sig.head_lemma("the big puppies") == "puppy" and sig.head_lemma("the") == ""
     # "red" is in no member, "dog" is: half of the answer's lemmas
-    assert ps.coverage("red dog", ["big dog", "cat"]) == 0.5
-    assert ps.coverage("the", ["dog"]) == 0.0
-    assert ps.size_prior(10, 16) == pytest.approx(math.log(11) / math.log(17))
-    assert ps.size_prior(16, 16) == 1.0 and ps.size_prior(0, 16) == 0.0
-    assert ps.size_prior(3, 0) == 0.0
+    assert sig.coverage("red dog", ["big dog", "cat"]) == 0.5
+    assert sig.coverage("the", ["dog"]) == 0.0
+    assert sig.size_prior(10, 16) == pytest.approx(math.log(11) / math.log(17))
+    assert sig.size_prior(16, 16) == 1.0 and sig.size_prior(0, 16) == 0.0
+    assert sig.size_prior(3, 0) == 0.0
 
 
 def test_signal_matrix_without_embeddings():
@@ -96,8 +97,8 @@ def test_decide_under_the_threshold_or_below_none_says_none():
 
 
 def test_ties_go_to_the_larger_cluster():
-    q = pm.Question("t", "name a pet.", [pm.Cluster("t.0", ("red dog",), 2),
-                                         pm.Cluster("t.1", ("dog house",), 5)])
+    q = mi.Question("t", "name a pet.", [mi.Cluster("t.0", ("red dog",), 2),
+                                         mi.Cluster("t.1", ("dog house",), 5)])
     # "dog" has Jaccard 1/2 with both: the count-5 cluster wins
     assert lemma_only_assigner(threshold=0.0).assign(q, "dog").cluster == "t.1"
 
@@ -106,7 +107,7 @@ def test_ties_go_to_the_larger_cluster():
 def case(truth, lemma_values, none_bias=1.0):
     signals = np.zeros((len(lemma_values), len(ps.SIGNALS)))
     signals[:, ps.SIGNALS.index("lemma")] = lemma_values
-    clusters = [pm.Cluster(f"c{i}", ("x",), 1) for i in range(len(lemma_values))]
+    clusters = [mi.Cluster(f"c{i}", ("x",), 1) for i in range(len(lemma_values))]
     none = np.zeros(len(ps.NONE_SIGNALS))
     none[ps.NONE_SIGNALS.index("bias")] = none_bias
     return ps.Case("q", "a", truth, clusters, signals, none)
@@ -143,9 +144,9 @@ def _fidelity_module():
 
 def test_fidelity_cases_hold_out_every_member_once_and_add_none_cases():
     fid = _fidelity_module()
-    targets = {"a": pm.Question("a", "name a pet.", [pm.Cluster("a.0", ("dog", "puppy", "hound"), 5),
-                                                    pm.Cluster("a.1", ("cat",), 2)]),
-               "b": pm.Question("b", "name a fruit.", [pm.Cluster("b.0", ("apple", "pear"), 4)])}
+    targets = {"a": mi.Question("a", "name a pet.", [mi.Cluster("a.0", ("dog", "puppy", "hound"), 5),
+                                                    mi.Cluster("a.1", ("cat",), 2)]),
+               "b": mi.Question("b", "name a fruit.", [mi.Cluster("b.0", ("apple", "pear"), 4)])}
     raw = {"a": ["dog", "puppy", "hound", "cat", "zzz"], "b": ["apple", "pear", "dog"]}
     cases = fid.build_cases(targets, raw, seed=7, folds=2, others=1)
     members = [(q.qid, a) for q, a, _, g, _ in cases if g in ("member", "new")]
@@ -183,7 +184,8 @@ def test_cli_assign_with_minilm(tmp_path):
     from pathlib import Path
 
     from pipeline.cli.main import main
-    from transforms.core.models import ModelUnavailable, check_minilm
+    from transforms.core.minilm import check_minilm
+    from transforms.core.models import ModelUnavailable
 
     try:
         check_minilm()
@@ -207,7 +209,7 @@ def test_fidelity_cross_validation_predicts_each_question_from_the_other_folds()
 
     def case(qid: str, truth_is_none: bool) -> ps.Case:
         # the same signals in both questions: the lemma signal on cluster .0, a bias for "none"
-        clusters = [pm.Cluster(f"{qid}.0", ("x",), 9), pm.Cluster(f"{qid}.1", ("y",), 1)]
+        clusters = [mi.Cluster(f"{qid}.0", ("x",), 9), mi.Cluster(f"{qid}.1", ("y",), 1)]
         signals = np.zeros((2, len(ps.SIGNALS)))
         signals[0, ps.SIGNALS.index("lemma")] = 1.0
         none = np.zeros(len(ps.NONE_SIGNALS))

@@ -11,13 +11,13 @@ import openpyxl
 import pytest
 
 from data_specs import ProtoqaSpec, load_dataset_spec, load_spec
-from pipeline.cli.protoqa import run_adjudicate, run_sheets_export, run_sheets_import
 from transforms.core.cells import csv_cell, read_csv_cell
 from transforms.core.io import write_rows
-from transforms.core.platforms import write_mturk_batch
+from transforms.core.mturk import write_mturk_batch
 from transforms.protoqa.cluster_prep import read_crowd_answers
 from transforms.protoqa.hits import write_answers
-from transforms.protoqa.sheets import ANNOTATOR_COLUMNS
+from transforms.protoqa.sheet_export import ANNOTATOR_COLUMNS
+from transforms.protoqa.steps import run_adjudicate, run_sheets_export, run_sheets_import
 
 SPEC = load_dataset_spec(ProtoqaSpec, "protoqa", ["answers.proposals.embedder.name=none"])
 HOSTILE = ['=HYPERLINK("http://evil.example","click")', "+44 20 7946 0000", "-2+3", "@SUM(A1)",

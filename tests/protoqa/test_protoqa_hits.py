@@ -16,10 +16,9 @@ import pytest
 
 from data_specs import load_spec
 from pipeline.cli.main import main
-from pipeline.cli.protoqa import run_hits_export, run_hits_import
 from tests.crowd_files import label_studio_export, mturk_results_csv
 from transforms.core.errors import UserError
-from transforms.core.platforms import template_variables
+from transforms.core.mturk import template_variables
 from transforms.protoqa.cluster_prep import read_crowd_answers
 from transforms.protoqa.hits import (
     ANSWER_COLUMNS,
@@ -30,6 +29,7 @@ from transforms.protoqa.hits import (
     rejects_path,
     template,
 )
+from transforms.protoqa.steps import run_hits_export, run_hits_import
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "platforms"
 QUESTIONS = DATA / "protoqa_questions.jsonl"

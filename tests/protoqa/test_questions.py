@@ -20,14 +20,8 @@ from filters.protoqa import (
 )
 from tests.conftest import beam_test_pipeline
 from transforms.protoqa.cluster_prep import normalize_answer_text
-from transforms.protoqa.questions import (
-    CurateQuestions,
-    parse_question,
-    pick_question,
-    question_row,
-    read_id_list,
-    scraped_jsonl,
-)
+from transforms.protoqa.questions import CurateQuestions, pick_question, question_row, scraped_jsonl
+from transforms.protoqa.read import parse_question, read_id_list
 from transforms.protoqa.release import top_k_coverage
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "protoqa"

@@ -18,7 +18,8 @@ from pipeline.cli.main import main
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
 from transforms.core.errors import UserError
-from transforms.protoqa.questions import CurateQuestions, ReadQuestionLines, parse_question, read_id_list
+from transforms.protoqa.questions import CurateQuestions
+from transforms.protoqa.read import ReadQuestionLines, parse_question, read_id_list
 
 DAMAGED = Path(__file__).resolve().parents[1] / "data" / "protoqa" / "damaged"
 SCRAPED = DAMAGED / "scraped_damaged.jsonl"

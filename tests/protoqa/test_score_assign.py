@@ -13,7 +13,9 @@ from data_specs import load_spec
 from pipeline.cli.main import main
 from tests.conftest import loaded_modules
 from transforms.protoqa import assign as ps
+from transforms.protoqa import assign_signals as sig
 from transforms.protoqa import metric as pm
+from transforms.protoqa import metric_inputs as mi
 from transforms.protoqa import wordnet as pw
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "protoqa_score"
@@ -50,10 +52,10 @@ def test_loaders(targets, predictions):
     assert targets["t1"].clusters[0].answers == ("dog", "puppy")
     assert targets["t1"].question == "name a pet."
     assert pm.load_predictions(DATA / "predictions.jsonl") == predictions
-    several = pm.parse_predictions('{"a": ["x"]}\n{"b": ["y"], "c": []}\n')
+    several = mi.parse_predictions('{"a": ["x"]}\n{"b": ["y"], "c": []}\n')
     assert several == {"a": ["x"], "b": ["y"], "c": []}
     with pytest.raises(ValueError):
-        pm.parse_predictions('{"a": "not a list"}')
+        mi.parse_predictions('{"a": "not a list"}')
 
 
 def test_identical_clusters_merge_like_a_frozenset_dict():
@@ -61,14 +63,14 @@ def test_identical_clusters_merge_like_a_frozenset_dict():
            "answers": {"clusters": {"q.0": {"count": 2, "answers": ["a", "b"]},
                                     "q.1": {"count": 1, "answers": ["c"]},
                                     "q.2": {"count": 5, "answers": ["b", "a"]}}}}
-    q = pm.question_from_json(row)
+    q = mi.question_from_json(row)
     assert [(c.cluster_id, c.count) for c in q.clusters] == [("q.0", 5), ("q.1", 1)]
 
 
 def test_old_answers_cleaned_layout():
     row = {"questionid": "q", "normalized-question": "q",
            "answers-cleaned": [{"count": 3, "answers": ["x"]}, {"count": 1, "answers": ["y"]}]}
-    q = pm.question_from_json(row)
+    q = mi.question_from_json(row)
     assert [(c.cluster_id, c.answers, c.count) for c in q.clusters] == [("q.0", ("x",), 3),
                                                                         ("q.1", ("y",), 1)]
 
@@ -116,7 +118,7 @@ def test_assignment(targets, predictions):
 
 
 def test_empty_list_and_oracle_with_unmatchable_representative():
-    q = pm.Question("q", "q", [pm.Cluster("q.0", ("Big Dog",), 4), pm.Cluster("q.1", ("cat",), 2)])
+    q = mi.Question("q", "q", [mi.Cluster("q.0", ("Big Dog",), 4), mi.Cluster("q.1", ("cat",), 2)])
     assert pm.score_question([], q).score == 0.0
     # "Big Dog" lowercases to "big dog", which no longer equals its own cluster: the oracle
     # then scores only the cat cluster, as the official evaluator does
@@ -162,16 +164,16 @@ def test_round_half_to_even():
     assert pw.wordnet_score("knife", "kitchen knife") == 0.5
     assert not pw.wordnet_match("knife", "kitchen knife")       # np.round(0.5) == 0
     assert pw.wordnet_match("big red dog", "large dog")          # np.round(2/3) == 1
-    cluster = pm.Cluster("c", ("kitchen knife",), 2)
+    cluster = mi.Cluster("c", ("kitchen knife",), 2)
     assert pm.wordnet_cluster_score("knife", cluster) == 0.0
-    assert pm.wordnet_cluster_score("large dog", pm.Cluster("d", ("cat", "big red dog"), 1)) == 1.0
+    assert pm.wordnet_cluster_score("large dog", mi.Cluster("d", ("cat", "big red dog"), 1)) == 1.0
 
 
 def test_stopword_only_answers():
     assert pw.wordnet_score("", "the") == 1.0
     assert pw.wordnet_score("of the", "the") == 1.0
     assert pw.wordnet_score("", "dog") == 0.0 and pw.wordnet_score("dog", "the") == 0.0
-    q = pm.Question("q", "q", [pm.Cluster("q.0", ("dog",), 3), pm.Cluster("q.1", ("the",), 1)])
+    q = mi.Question("q", "q", [mi.Cluster("q.0", ("dog",), 3), mi.Cluster("q.1", ("the",), 1)])
     assert pm.score_question(["", "dog"], q, similarity="wordnet").score == 1.0
     assert pm.score_question(["", "dog"], q, similarity="exact").score == pytest.approx(3 / 4)
 
@@ -276,9 +278,9 @@ def test_cli_assign_threshold_from_the_spec_and_the_flag_over_it(tmp_path, capsy
 
 
 def test_assign_helpers_and_leave_one_out(targets):
-    assert ps.levenshtein("refridgerator", "refrigerator") == 1
-    assert ps.spelling_similarity("", "x") == 0.0 and ps.spelling_similarity("a", "a") == 1.0
-    assert ps.lemma_set("the puppies") == frozenset({"puppy"})
+    assert sig.levenshtein("refridgerator", "refrigerator") == 1
+    assert sig.spelling_similarity("", "x") == 0.0 and sig.spelling_similarity("a", "a") == 1.0
+    assert sig.lemma_set("the puppies") == frozenset({"puppy"})
     result = ps.leave_one_out(targets, ps.ClusterAssigner(SPEC.assign, embedder=None))
     # t1: dog|puppy, cat|kitten (4 strings whose cluster stays), goldfish, the (singletons);
     # t2: fridge|refrigerator (2), stove top, kitchen knife (singletons)
@@ -305,9 +307,9 @@ def test_assigner_takes_its_coefficients_threshold_and_partition_limit_from_the_
     assert plain.weights["lemma"] == 7.0 and plain.weights["embedding"] == 0.0
     assert plain.threshold == 0.45 and plain.max_partition_pairs == 2
     # two 3-token strings have 4 x 4 partition pairs: over the limit, the bounded score
-    assert ps.bounded_wordnet_score("big red dog", "large red hound", 16) == \
+    assert sig.bounded_wordnet_score("big red dog", "large red hound", 16) == \
         pw.wordnet_score("big red dog", "large red hound")
-    assert ps.bounded_wordnet_score("big red dog", "large red hound", 2) <= \
+    assert sig.bounded_wordnet_score("big red dog", "large red hound", 2) <= \
         pw.wordnet_score("big red dog", "large red hound")
 
 

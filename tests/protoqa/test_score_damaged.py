@@ -11,6 +11,7 @@ import pytest
 from pipeline.cli.main import main
 from transforms.core.errors import UserError
 from transforms.protoqa import metric as pm
+from transforms.protoqa import metric_inputs as mi
 
 DAMAGED = Path(__file__).resolve().parents[1] / "data" / "protoqa" / "damaged"
 TARGETS = Path(__file__).resolve().parents[1] / "data" / "protoqa_score" / "targets.jsonl"
@@ -36,14 +37,14 @@ def test_bad_predictions_are_one_user_error(name, message):
 
 
 def test_parse_predictions_names_line_and_question():
-    with pytest.raises(pm.PredictionsError, match="question b: answer 1 must be a string, got object") as error:
-        pm.parse_predictions('{"a": ["x"]}\n{"b": [{"text": "y"}]}\n')
+    with pytest.raises(mi.PredictionsError, match="question b: answer 1 must be a string, got object") as error:
+        mi.parse_predictions('{"a": ["x"]}\n{"b": [{"text": "y"}]}\n')
     assert error.value.line == 2
-    with pytest.raises(pm.PredictionsError, match="predictions must be JSON objects, got list"):
-        pm.parse_predictions('[["x"]]')
-    with pytest.raises(pm.PredictionsError, match="empty file"):
-        pm.parse_predictions("  \n")
-    assert pm.parse_predictions('{"question_id": 7, "ranked_answers": ["x"]}') == {"7": ["x"]}
+    with pytest.raises(mi.PredictionsError, match="predictions must be JSON objects, got list"):
+        mi.parse_predictions('[["x"]]')
+    with pytest.raises(mi.PredictionsError, match="empty file"):
+        mi.parse_predictions("  \n")
+    assert mi.parse_predictions('{"question_id": 7, "ranked_answers": ["x"]}') == {"7": ["x"]}
 
 
 def test_predictions_with_a_bom_are_read():

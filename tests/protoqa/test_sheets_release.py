@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from data_specs import load_spec
-from pipeline.cli.protoqa import run_adjudicate, run_release, run_sheets_export, run_sheets_import
+from pipeline.cli.protoqa import run_release
 from tests.conftest import ROOT
 from transforms.core.io import write_rows
 from transforms.protoqa.cluster_prep import (
@@ -21,15 +21,15 @@ from transforms.protoqa.cluster_prep import (
     read_crowd_answers,
 )
 from transforms.protoqa.release import coverage_report, dumps_record, filter_coverage, split_records
+from transforms.protoqa.sheet_read import SheetError, read_sheet
 from transforms.protoqa.sheets import (
     ADJUDICATION_COLUMNS,
-    SheetError,
     adjudication_column,
     build_record,
     merge_sheets,
-    read_sheet,
     record_from_sheet,
 )
+from transforms.protoqa.steps import run_adjudicate, run_sheets_export, run_sheets_import
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "protoqa"
 GOLDEN = DATA / "golden_adjudicated.jsonl"

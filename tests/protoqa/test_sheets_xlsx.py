@@ -11,18 +11,12 @@ import pytest
 
 from data_specs import ProtoqaSpec, load_dataset_spec
 from pipeline.cli.main import main
-from pipeline.cli.protoqa import run_adjudicate, run_sheets_export, run_sheets_import
 from tests.conftest import ROOT
 from transforms.core.io import write_rows
-from transforms.protoqa.sheets import (
-    ANNOTATOR_COLUMNS,
-    CLUSTERS_SHEET,
-    SheetError,
-    _sheet_titles,
-    adjudicate,
-    load_sheet,
-    read_xlsx,
-)
+from transforms.protoqa.sheet_export import ANNOTATOR_COLUMNS, CLUSTERS_SHEET, _sheet_titles
+from transforms.protoqa.sheet_read import SheetError, load_sheet, read_xlsx
+from transforms.protoqa.sheets import adjudicate
+from transforms.protoqa.steps import run_adjudicate, run_sheets_export, run_sheets_import
 
 SPEC = load_dataset_spec(ProtoqaSpec, "protoqa", ["answers.proposals.embedder.name=none"])
 INVALID = SPEC.sheets.invalid_labels

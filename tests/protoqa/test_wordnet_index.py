@@ -6,7 +6,8 @@ import pickle
 import pytest
 from nltk.corpus.reader.wordnet import POS_LIST, WordNetCorpusReader
 
-from transforms.protoqa import wordnet as pw
+from transforms.protoqa import wordnet_index as wi
+from transforms.protoqa.wordnet import synset_keys
 
 FIXED_WORDS = [
     # morphy exceptions (noun/verb/adj/adv .exc files)
@@ -28,12 +29,12 @@ FIXED_WORDS = [
 
 @pytest.fixture(scope="module")
 def reader() -> WordNetCorpusReader:
-    return pw.wordnet()
+    return wi.wordnet()
 
 
 @pytest.fixture(scope="module")
-def built(reader) -> pw.WordNetIndex:
-    return pw.build_index()
+def built(reader) -> wi.WordNetIndex:
+    return wi.build_index()
 
 
 def _sample_words(reader) -> list:
@@ -54,14 +55,14 @@ def _nltk_keys(reader, lemma: str) -> frozenset:
 
 
 def test_constants_match_nltk():
-    assert tuple(POS_LIST) == pw.POS_LIST
-    for p in pw.POS_LIST:
+    assert tuple(POS_LIST) == wi.POS_LIST
+    for p in wi.POS_LIST:
         assert tuple(WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS[p]) == \
-            pw.MORPHOLOGICAL_SUBSTITUTIONS[p]
+            wi.MORPHOLOGICAL_SUBSTITUTIONS[p]
 
 
 def test_root_is_nltks(reader):
-    root = pw.wordnet_root()
+    root = wi.wordnet_root()
     assert root is not None and str(root) == str(reader.root.path)
 
 
@@ -75,7 +76,7 @@ def test_index_gives_nltks_synsets(reader, built):
         assert keys == _nltk_keys(reader, lemma), word
         names = {reader.synset_from_pos_and_offset(k[0], int(k[1:])).name() for k in keys}
         assert names == {s.name() for s in reader.synsets(word)}, word
-        for p in (None,) + pw.POS_LIST:
+        for p in (None,) + wi.POS_LIST:
             assert built.morphy(lemma, p) == reader.morphy(lemma, p), (word, p)
         nonempty += bool(keys)
     assert nonempty > 200
@@ -84,10 +85,10 @@ def test_index_gives_nltks_synsets(reader, built):
 
 
 def test_synset_keys_use_the_index(reader):
-    pw.synset_keys.cache_clear()
+    synset_keys.cache_clear()
     for group in ("ice cream", "Hot Dog", "geese", "xyzzyq", "big red dog"):
-        assert pw.synset_keys(group) == _nltk_keys(reader, group.replace(" ", "_").lower())
-    assert pw.synset_keys("") == frozenset()
+        assert synset_keys(group) == _nltk_keys(reader, group.replace(" ", "_").lower())
+    assert synset_keys("") == frozenset()
 
 
 def test_cache_roundtrip_and_rebuild(tmp_path, monkeypatch, built):
@@ -98,37 +99,37 @@ def test_cache_roundtrip_and_rebuild(tmp_path, monkeypatch, built):
         calls.append(root)
         return built
 
-    monkeypatch.setattr(pw, "read_index_files", counting_build)
-    root = pw.wordnet_root()
-    path = pw.index_cache_path(root)
-    assert path.parent == tmp_path and pw.wordnet_data_hash(root) in path.name
+    monkeypatch.setattr(wi, "read_index_files", counting_build)
+    root = wi.wordnet_root()
+    path = wi.index_cache_path(root)
+    assert path.parent == tmp_path and wi.wordnet_data_hash(root) in path.name
 
     stale = tmp_path / "wordnet-index-000000000000000000000000.pickle"
     stale.write_bytes(b"old")
-    first = pw.load_index()                                     # absent: built and written
+    first = wi.load_index()                                     # absent: built and written
     assert len(calls) == 1 and path.exists() and not stale.exists()
-    second = pw.load_index()                                    # present: read, not built
+    second = wi.load_index()                                    # present: read, not built
     assert len(calls) == 1 and second.lemmas == first.lemmas
     assert second.exceptions == first.exceptions
 
     for damage in (b"", b"not a pickle", path.read_bytes()[:1000]):
         path.write_bytes(damage)                                # corrupt / truncated
-        pw.load_index()
-        assert pw._read_index(path, pw.wordnet_data_hash(root)) is not None
+        wi.load_index()
+        assert wi._read_index(path, wi.wordnet_data_hash(root)) is not None
     assert len(calls) == 4
 
     with open(path, "wb") as fh:                                # valid pickle, other data
-        pickle.dump({"format": pw.INDEX_FORMAT, "hash": "elsewhere", "lemmas": {},
+        pickle.dump({"format": wi.INDEX_FORMAT, "hash": "elsewhere", "lemmas": {},
                      "exceptions": {}}, fh)
-    pw.load_index()
+    wi.load_index()
     assert len(calls) == 5
-    assert pw._read_index(path, pw.wordnet_data_hash(root)).lemmas == built.lemmas
+    assert wi._read_index(path, wi.wordnet_data_hash(root)).lemmas == built.lemmas
 
 
 def test_plain_reader_equals_nltks_index(built):
     """Reading index.<pos> / <pos>.exc directly gives exactly NLTK's lemma map and exceptions."""
-    direct = pw.read_index_files(pw.wordnet_root())
-    for p in pw.POS_LIST:
+    direct = wi.read_index_files(wi.wordnet_root())
+    for p in wi.POS_LIST:
         assert direct.lemmas[p] == built.lemmas[p], p
         assert direct.exceptions[p] == built.exceptions[p], p
     assert len(direct.lemmas["n"]) > 100000
@@ -149,7 +150,7 @@ def test_tiny_wordnet_folder(tmp_path):
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
-    index = pw.read_index_files(tmp_path)
+    index = wi.read_index_files(tmp_path)
     assert index.lemmas == {"n": {"dog": "n2084071 n10114209", "goose": "n1855672"},
                             "v": {"run": "v1926311"}, "a": {"big": "a1382086"}, "r": {}}
     assert index.exceptions == {"n": {"geese": ["goose"], "mice": ["mouse"]},
@@ -158,13 +159,13 @@ def test_tiny_wordnet_folder(tmp_path):
     assert index.keys("dogs") == {"n2084071", "n10114209"}
     (tmp_path / "index.adv").write_text(header + "fast r 2 0 1 0 00086000\n", encoding="utf-8")
     with pytest.raises(ValueError, match="index.adv, line 2"):
-        pw.read_index_files(tmp_path)
+        wi.read_index_files(tmp_path)
 
 
 def test_cold_build_into_empty_cache(tmp_path, monkeypatch, built):
     """A real cold build into an empty cache dir equals NLTK's index."""
     monkeypatch.setenv("CSDATA_CACHE_DIR", str(tmp_path / "fresh"))
-    index = pw.load_index()
+    index = wi.load_index()
     assert index.lemmas == built.lemmas and index.exceptions == built.exceptions
     assert list((tmp_path / "fresh").glob("wordnet-index-*.pickle"))
 
@@ -173,5 +174,5 @@ def test_unwritable_cache_dir_still_scores(tmp_path, monkeypatch, built):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("CSDATA_CACHE_DIR", str(blocker / "sub"))
-    monkeypatch.setattr(pw, "read_index_files", lambda root=None: built)
-    assert pw.load_index().keys("dog") == built.keys("dog")
+    monkeypatch.setattr(wi, "read_index_files", lambda root=None: built)
+    assert wi.load_index().keys("dog") == built.keys("dog")

@@ -150,7 +150,8 @@ def test_annotate_transform_turns_a_failing_article_into_a_reject():
 
     from data_specs import load_spec
     from tests.conftest import beam_test_pipeline
-    from transforms.record.annotate.stage import ANNOTATORS, Annotate
+    from transforms.record.annotate.registry import ANNOTATORS
+    from transforms.record.annotate.stage import Annotate
 
     ANNOTATORS["fails-on-boom"] = lambda annotator, coref: _FailsOnBoom()
     spec = load_spec("record", ["annotator.min_articles_per_call=3"])
@@ -169,7 +170,7 @@ def test_annotate_transform_turns_a_failing_article_into_a_reject():
 
 
 def test_propagate_names_marks_missed_occurrences_without_overlaps():
-    from transforms.record.annotate.spacy_ner import propagate_names
+    from transforms.record.annotate.propagate import propagate_names
     from transforms.record.annotation import Mention
 
     segments = ["Bill Cosby spoke. Cosby left.", "Later, Cosby and Bill Cosby met Cosbyfans in May."]
@@ -182,7 +183,7 @@ def test_propagate_names_marks_missed_occurrences_without_overlaps():
 
 
 def test_name_finder_finds_whole_words_inside_one_segment_only():
-    from transforms.record.annotate.spacy_ner import NameFinder
+    from transforms.record.annotate.propagate import NameFinder
 
     segments = ["Ann met Anna.", "Ann_x, Annette, xAnn and Ann.", "Ann", "", "Ann Ann", "Müller-Ann Ann2"]
     find = NameFinder(segments)
@@ -249,7 +250,7 @@ def _sized(article_id: str, paragraph: int, highlight: int = 0) -> Article:
 
 
 def test_by_work_orders_by_text_length_then_id():
-    from transforms.record.annotate.stage import annotation_work, by_work
+    from transforms.record.annotate.order import annotation_work, by_work
 
     articles = [_sized("b", 10), _sized("a", 7, 3), _sized("c", 30), _sized("d", 1)]
     assert annotation_work(articles[1]) == 10     # paragraphs and highlights: 7 + 3 characters
@@ -258,7 +259,7 @@ def test_by_work_orders_by_text_length_then_id():
 
 def test_order_by_work_fn_sorts_within_chunks_and_holds_at_most_one():
     """Chunks of 2: each full chunk leaves, sorted, when it fills; the rest at the bundle's end."""
-    from transforms.record.annotate.stage import OrderByWorkFn
+    from transforms.record.annotate.order import OrderByWorkFn
 
     fn = OrderByWorkFn(chunk=2)
     fn.start_bundle()
@@ -274,7 +275,7 @@ def test_order_by_work_keeps_every_article(test_pipeline):
     import apache_beam as beam
     from apache_beam.testing.util import assert_that, equal_to
 
-    from transforms.record.annotate.stage import OrderByWork
+    from transforms.record.annotate.order import OrderByWork
 
     articles = [_sized(f"x{i}", (i * 37) % 101 + 1) for i in range(25)]
     with test_pipeline as p:

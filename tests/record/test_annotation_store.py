@@ -12,14 +12,10 @@ from data_specs import load_spec
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
 from transforms.core.io import write_rows
+from transforms.record.annotate.assemble import assemble_units, passage_mentions, unit_entities
 from transforms.record.annotate.coref import make_coreferencer
-from transforms.record.annotate.spacy_ner import (
-    SpacyAnnotator,
-    assemble_units,
-    passage_entity_bound,
-    passage_mentions,
-    unit_entities,
-)
+from transforms.record.annotate.propagate import passage_entity_bound
+from transforms.record.annotate.spacy_ner import SpacyAnnotator
 from transforms.record.annotate.store import (
     annotation_from_row,
     annotation_row,
@@ -261,8 +257,8 @@ def test_a_stored_signature_replaces_hashing_only_for_the_text_it_was_made_from(
 
 def test_stored_signature_rows_read_back_as_the_computed_signature(tmp_path):
     from transforms.core.dedup import SIGNATURE_SIDE, MinHasher
-    from transforms.record.annotate.stage import keyed_stored_signatures
     from transforms.record.annotate.store import minhash_key
+    from transforms.record.annotate.stored import keyed_stored_signatures
     from transforms.record.curate import shingles
 
     a, _ = two_articles()

@@ -17,7 +17,7 @@ from pipeline.cli.main import main
 from tests.conftest import DATA
 from transforms.core.io import read_table
 from transforms.record.article import article_document
-from transforms.record.read import parse_story
+from transforms.record.formats import parse_story
 
 STORIES = sorted((DATA / "cnn" / "stories").glob("*.story"))
 NO_ENTITY_FILTER = ["--set", "passage.min_entities=0"]

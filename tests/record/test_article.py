@@ -2,8 +2,7 @@
 import hashlib
 
 from transforms.record.article import TOKEN_COUNTS, Article, passage_text, shortest_leading_split
-from transforms.record.queries import query_id
-from transforms.record.read import (
+from transforms.record.formats import (
     parse_json_row,
     parse_story,
     source_from_path,
@@ -12,6 +11,7 @@ from transforms.record.read import (
     split_from_list_name,
     url_to_id,
 )
+from transforms.record.queries import query_id
 
 STORY = """Lead paragraph one.\u00a0Still one.
 

@@ -5,15 +5,8 @@ import time
 
 import pytest
 
-from transforms.record.annotate.coref import (
-    COREF_RULES,
-    COREFERENCERS,
-    RuleCoreferencer,
-    clean_words,
-    load_place_table,
-    make_coreferencer,
-    parse_place_table,
-)
+from transforms.record.annotate.coref import COREF_RULES, COREFERENCERS, RuleCoreferencer, make_coreferencer
+from transforms.record.annotate.coref_forms import clean_words, load_place_table, parse_place_table
 from transforms.record.annotation import Mention
 
 

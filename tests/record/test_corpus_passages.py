@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from transforms.record.article import TOKEN_COUNTS, shortest_leading_split
-from transforms.record.read import parse_json_row, parse_story
+from transforms.record.formats import parse_json_row, parse_story
 
 DATA = Path(__file__).parent.parent / "data" / "record"
 MIN_TOKENS = 100

@@ -32,9 +32,11 @@ from tests.record.test_hits import (
 )
 from transforms.core.errors import UserError
 from transforms.core.io import read_table
+from transforms.core.mturk import template_variables
 from transforms.core.pages import form_field_names
-from transforms.core.platforms import template_variables
-from transforms.record.crowd import RESULT_COLUMNS, export_hits, import_results
+from transforms.record.crowd import import_results
+from transforms.record.hits_export import export_hits
+from transforms.record.hits_results import RESULT_COLUMNS
 
 FIELDS = Path(__file__).resolve().parents[1] / "data" / "platforms" / "record_validation.fields.json"
 
@@ -233,7 +235,7 @@ def test_cli_exports_and_imports_platform_files(finished_filtered_run, platform_
 
 
 def test_preview_page_is_the_template_filled_with_one_row(finished_filtered_run, platform_exports):
-    from transforms.record.crowd import preview_page
+    from transforms.record.hits_export import preview_page
 
     rows = batch(platform_exports)
     page = preview_page(finished_filtered_run, spec().hits, rows[1]["triple_id"])

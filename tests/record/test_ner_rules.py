@@ -3,7 +3,7 @@ import pytest
 
 from transforms.record.annotate import ner_rules
 from transforms.record.annotate.ner_rules import NER_RULES, RULE_NAMES, apply_rules
-from transforms.record.annotate.spacy_ner import person_surnames, propagate_names
+from transforms.record.annotate.propagate import person_surnames, propagate_names
 from transforms.record.annotation import Mention
 
 

@@ -8,7 +8,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from data_specs import load_spec
 from tests.conftest import DATA, beam_test_pipeline
 from transforms.core.files import expand_local_inputs
-from transforms.record.read import SUPPORTED_SUFFIXES, ReadArticles
+from transforms.record.raw_records import SUPPORTED_SUFFIXES
+from transforms.record.read import ReadArticles
 
 STORY = "First paragraph.\n\nSecond paragraph.\n\n@highlight\n\nA highlight\n"
 

@@ -24,13 +24,9 @@ from tests.record.damaged import (
     tar_bytes,
     write_cut_tgz,
 )
-from transforms.record.read import (
-    ReadArticles,
-    iter_raw_records,
-    parse_raw_record,
-    read_url_list,
-    url_to_id,
-)
+from transforms.record.formats import read_url_list, url_to_id
+from transforms.record.raw_records import iter_raw_records
+from transforms.record.read import ReadArticles, parse_raw_record
 
 STORY = b"First paragraph.\n\nSecond paragraph.\n\n@highlight\n\nA highlight"
 

@@ -16,8 +16,8 @@ from pipeline.cli.main import main
 from tests.conftest import DATA, generate
 from transforms.core.io import read_table
 from transforms.record.article import passage_text
+from transforms.record.formats import parse_story
 from transforms.record.queries import query_id
-from transforms.record.read import parse_story
 
 EXPECTED_REASON = {"ok": None, "short": "too_short", "question": "question",
                    "overlap": "shares_ngram", "noent": "no_entity", "absent": "entity_not_in_passage"}

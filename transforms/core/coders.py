@@ -1,14 +1,14 @@
 """Compact deterministic Beam coders for the per-element types that cross steps in volume.
 
 Beam codes an element of an untyped PCollection with its `FastPrimitivesCoder`, which pickles
-any class it does not know: a sentence's `Reject` takes about 280 bytes that way, 110 of them
-the class's path, the field names and pickle's opcodes. `RejectCoder` writes only the four
-strings (about 170 bytes), and is registered for `Reject` when this module is imported, so a
-PCollection declared to hold `Reject`s (`.with_output_types(Reject)`) is coded with it: the
-local runner moves a fused stage's whole output as one data-channel message, and rejects are
-many at corpus scale (9.4 MB pickled at 1,200 articles). ReCoRD's generators write each stage's
+any class it does not know, each element carrying the class's path, the field names and
+pickle's opcodes. `RejectCoder` writes only the four strings, and is registered for `Reject` when
+this module is imported, so a PCollection declared to hold `Reject`s
+(`.with_output_types(Reject)`) is coded with it: the local runner moves a fused stage's whole
+output as one data-channel message, and rejects are many at corpus scale (sizes:
+docs/benchmarks.md#what-keeps-a-workers-memory-flat). ReCoRD's generators write each stage's
 rejects in that stage (`sinks.WriteTables` parts); they cross steps, with this coder, where a
-fixed `output.num_shards` flattens them (README, "Throughput at corpus scale").
+fixed `output.num_shards` flattens them.
 """
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 
 `apache_beam.ml.inference.base` imports its `ModelManager` as it is imported (Beam 2.76 and
 newer), and that module imports torch, scipy and their dependencies wherever they are installed:
-about 650 MB more in every process that so much as imports a graph with `RunInference` (the
-driver of `record generate`, each worker of `record filter` with the lexical reader). The
+hundreds of MB more in every process that so much as imports a graph with `RunInference` (the
+driver of `record generate`, each worker of `record filter` with the lexical reader; figures in
+docs/benchmarks.md#beam-262-against-beam-278-2026-12-06-same-machine-same-hour). The
 `ModelManager` serves `RunInference(..., use_model_manager=True)`, which csdata never asks for,
 and Beam imports it again itself on that path. So the base module is imported while Beam's
 `model_manager` module reads as absent (Beam catches that ImportError), and the entry is removed

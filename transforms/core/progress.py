@@ -1,5 +1,6 @@
-"""Progress of long runs on stderr: the Beam passthrough steps (`transforms.core.progress_lines`, which
-has no Beam, formats and throttles the line, and holds the account of what was written where).
+"""Progress of long runs on stderr: the Beam passthrough steps (`transforms.core.progress_lines`,
+which has no Beam, formats and throttles the line, and holds the account of what was written
+where).
 
 A pipeline's `ProgressLine` makes passthrough `Progress` steps; the run prints one line for them
 on the driver's stderr, every `interval` seconds while counts move (default 5,
@@ -14,14 +15,15 @@ moved since the previous line, over that time (the in-process runner runs one fu
 another, so a whole-run average of the first step would go stale); the time is how long the run
 has gone.
 
-The driver's side (`pipeline.engine.progress.RunProgress`, what the engine wraps a run in) keeps the line in the driver:
-steps that run in the driver's process count into it directly; the worker processes of the same
-machine (`multi_processing`, a local Flink cluster's Python workers) send their counts to it
-(`transforms.core.relay`) rather than printing lines of their own; a runner's committed counters
-(a Flink job's, through its REST API; the finished pipeline's) are a floor under each count. A
-worker on another machine, or one with no driver listening, prints its own share, tagged
-`csdata [worker PID]:`. Every step also bumps the Beam counter `csdata:progress.{unit}.{label}`
-once per bundle, which runners' UIs show and the finished pipeline's metrics hold.
+The driver's side (`pipeline.engine.progress.RunProgress`, what the engine wraps a run in) keeps
+the line in the driver: steps that run in the driver's process count into it directly; the
+worker processes of the same machine (`multi_processing`, a local Flink cluster's Python
+workers) send their counts to it (`transforms.core.relay`) rather than printing lines of their
+own; a runner's committed counters (a Flink job's, through its REST API; the finished
+pipeline's) are a floor under each count. A worker on another machine, or one with no driver
+listening, prints its own share, tagged `csdata [worker PID]:`. Every step also bumps the Beam
+counter `csdata:progress.{unit}.{label}` once per bundle, which runners' UIs show and the
+finished pipeline's metrics hold.
 
 Steps do their part only when an element passes (or a bundle starts or ends) and the interval
 has elapsed (no thread, no per-element lock or print in a worker); the driver's thread ticks

@@ -1,13 +1,12 @@
-"""Progress lines and the account of what was written where, without Beam.
+"""Progress lines on stderr, without Beam.
 
 `Reporter` formats and throttles the progress line of one pipeline in one process;
-`transforms.core.progress` (which imports Beam) feeds it from passthrough steps. The CLI imports
-this module for the environment switches and `format_written`, so that `csdata --help` and the
-commands without a pipeline never load Beam.
+`transforms.core.progress` (which imports Beam) feeds it from passthrough steps. `TaskLog` prints
+the lines of one long task inside a step. The CLI imports this module for the environment
+switches, so that `csdata --help` and the commands without a pipeline never load Beam.
 """
 from __future__ import annotations
 
-import glob
 import os
 import socket
 import sys
@@ -359,48 +358,3 @@ def eta_text(done: int, total: int, elapsed: float) -> str:
         per = elapsed / done
         parts += [f"{per:.1f} s/step", f"ETA {timedelta(seconds=int(per * (total - done)))}"]
     return " · ".join(parts)
-
-
-# --------------------------------------------------------------------------- what was written where
-
-def table_rows(output_dir: str, table: str) -> Optional[int]:
-    """Rows of `{output_dir}/{table}/*.parquet` from the Parquet footers; None without shards."""
-    import pyarrow.parquet as pq
-
-    pattern = f"{output_dir.rstrip('/')}/{table}/*.parquet"
-    if "://" not in pattern:                           # local: no Beam file system needed
-        paths = sorted(glob.glob(pattern))
-        if not paths:
-            return None
-        return sum(pq.ParquetFile(path).metadata.num_rows for path in paths)
-    from apache_beam.io.filesystems import FileSystems
-
-    try:
-        paths = [m.path for r in FileSystems.match([pattern]) for m in r.metadata_list]
-    except Exception:                                  # no such folder or bucket
-        return None
-    if not paths:
-        return None
-    total = 0
-    for path in paths:
-        with FileSystems.open(path) as handle:
-            total += pq.ParquetFile(handle).metadata.num_rows
-    return total
-
-
-def format_written(output_dir: str, tables: Sequence[str]) -> str:
-    """Rows per output table and where it is, for the end of a run:
-
-        table               rows  path
-        passages              11  out/record/passages/
-        queries               41  out/record/queries/
-
-    A table without shards shows `-` rows.
-    """
-    base = str(output_dir).rstrip("/")
-    lines = [f"{'table':<16}{'rows':>9}  path"]
-    for table in tables:
-        rows = table_rows(base, table)
-        shown = "-" if rows is None else f"{rows:,}"
-        lines.append(f"{table:<16}{shown:>9}  {base}/{table}/")
-    return "\n".join(lines)

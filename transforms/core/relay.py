@@ -6,9 +6,9 @@ of its own, and the driver's `Listener` adds them into the run's one line.
 The address is a Unix datagram socket named after the pipeline's progress group (Linux's
 abstract namespace: nothing on disk; elsewhere a socket file in the temporary folder), so a
 worker needs nothing but the group its steps carry. A worker on another machine, or one whose
-driver does not listen (a run not started through `RunProgress`), prints its own tagged line
-as before. Sending never blocks a worker: a message the driver has no room for is dropped, and
-the next one carries the same counts (they are absolute). Beam-free, like `reporting`.
+driver does not listen (a run not started through `RunProgress`), prints its own tagged line.
+Sending never blocks a worker: a message the driver has no room for is dropped, and the next one
+carries the same counts (they are absolute). Beam-free, like `transforms.core.progress_lines`.
 """
 from __future__ import annotations
 

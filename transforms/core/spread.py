@@ -1,11 +1,11 @@
 """Dealing elements out over the workers with a grouping, on every runner.
 
 Beam's `Reshuffle` is what a runner makes of it: Flink's batch runner turns it into the DataSet
-`rebalance()`, which the local Flink cluster did not apply where the reshuffled collection came
-out of a step with several outputs or out of a union (the job's plan showed `Forward` edges, and
-every file was read by the subtasks that had matched it). A `GroupByKey` is a hash partition on
-every runner, so `Spread` keys each element (its own key, or a random one), groups, and lets the
-elements go again: each group holds one element, or the few that share a key.
+`rebalance()`, which Flink does not apply where the reshuffled collection comes out of a step
+with several outputs or out of a union (the job's plan shows `Forward` edges, and each file is
+read by the subtask that matched it). A `GroupByKey` is a hash partition on every runner, so
+`Spread` keys each element (its own key, or a random one), groups, and lets the elements go
+again: each group holds one element, or the few that share a key.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ answers as written, then incorrect ones). Each worker's first row per set counts
 **Platforms** (`transforms.cosmos.hits_pages`): both tasks also as an MTurk page + batch CSV
 or a Label Studio config + tasks (`--format mturk | label-studio`); the validation task is
 exported from the written sets (`export_validation_hits`). Their results files are read in
-place of the two CSVs above, in submission order.
+place of the two CSVs above, in submission order (`transforms.cosmos.crowd_results`).
 
 `import_results` reads both files: a set is **valid** when it has `hits.validators` judgements,
 every one judged the paragraph sensible and the question sensible and related, and at least
@@ -34,36 +34,33 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from data_specs.models import CosmosHitsSection, LimitsSection
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import stage_entry
-from transforms.core.cells import csv_row, read_csv_cell
+from transforms.core.cells import csv_row
 from transforms.core.errors import UserError
 from transforms.core.io import read_table
-from transforms.core.platforms import (
-    FORMATS,
-    OWN_CSV,
-    detect_results_format,
-    fill_template,
-    left_out,
-)
-from transforms.core.untrusted import Skipped, read_csv_rows
+from transforms.core.mturk import fill_template
+from transforms.core.platforms import FORMATS, OWN_CSV
 from transforms.cosmos import hits_pages
+from transforms.cosmos.crowd_results import (
+    READ_STAGE,
+    Judgement,
+    QuestionSet,
+    read_question_file,
+    read_validation_file,
+    rejection,
+)
 
 PathLike = Union[str, Path]
-READ_STAGE = "read_results"        # records of the results files, before their rows are sets
 QUESTION_STAGE = "question_sets"
 VALIDATION_STAGE = "validation"
 HIT_COLUMNS = ("paragraph_id", "blog_id", "paragraph", "instructions")
-QUESTION_COLUMNS = ("assignment_id", "worker_id", "paragraph_id", "question_number", "question",
-                    "correct_1", "correct_2", "incorrect_1", "incorrect_2", "incorrect_3")
 VALIDATION_HIT_COLUMNS = ("set_id", "paragraph_id", "paragraph", "question", "options")
-VALIDATION_COLUMNS = ("set_id", "worker_id", "paragraph_sensible", "question_sensible",
-                      "chosen_answer", "needs_commonsense", "answerable_without_paragraph")
 _YES = {"yes", "y", "true", "1"}
 _NO = {"no", "n", "false", "0"}
 
@@ -71,6 +68,7 @@ _NO = {"no", "n", "false", "0"}
 # --------------------------------------------------------------------------- question-writing HITs
 
 def instructions(hits: CosmosHitsSection) -> str:
+    """The writing task's instructions for the spec's `hits` section."""
     types = ", ".join(hits.question_types)
     return (f"Read the paragraph and write up to {hits.max_questions} questions that need "
             f"commonsense reasoning to answer: about {types}. Do not ask what the paragraph states "
@@ -159,63 +157,10 @@ def preview_page(run_dir: PathLike, hits: CosmosHitsSection, seed: int, limits: 
     return fill_template(page, chosen[0])
 
 
-# --------------------------------------------------------------------------- reading results
-
-@dataclass
-class QuestionSet:
-    set_id: str
-    paragraph_id: str
-    hit_id: str
-    assignment_id: str
-    worker_id: str
-    question_number: int
-    question_type: str
-    question: str
-    correct: list[str]
-    incorrect: list[str]
-    blog_id: str = ""
-    judgements: list[Judgement] = field(default_factory=list)
-
-    @property
-    def options(self) -> list[str]:
-        return [*self.correct, *self.incorrect]
-
-
-@dataclass(frozen=True)
-class Judgement:
-    worker_id: str
-    paragraph_sensible: bool
-    question_sensible: bool
-    chosen: str               # the chosen answer's text as resolved
-    intended: bool            # chosen is a correct answer
-    needs_commonsense: bool
-    answerable_without_paragraph: bool
-
-
-@dataclass(frozen=True)
-class ResultsFile:
-    """A results file read: its rows in the own layout, how many records (rows, assignments or
-    annotations) they came from, and what was left out (`transforms.core.untrusted.Skipped`)."""
-
-    rows: list[dict[str, str]]
-    records: int
-    skipped: list[Skipped]
-
-    def rejects(self, source: PathLike) -> list[dict[str, str]]:
-        """The left-out parts as rejects of the stage `read_results`."""
-        return [rejection(READ_STAGE, s.reason, s.record_id(source), s.detail) for s in self.skipped]
-
-
-def _read_csv(path: PathLike, required: Sequence[str], limits: LimitsSection) -> ResultsFile:
-    table = read_csv_rows(path, limits)
-    missing = [c for c in required if c not in table.header]
-    if missing:
-        raise UserError(f"{path}: missing columns {missing}")
-    rows = [{k: read_csv_cell(v.strip()) for k, v in row.items()} for _, row in table.rows]
-    return ResultsFile(rows, len(rows), table.skipped)
-
+# --------------------------------------------------------------------------- question sets and judgements
 
 def yes_no(value: str, column: str) -> bool:
+    """A yes/no cell (yes/no, y/n, true/false, 1/0); anything else is a `UserError`."""
     lowered = value.strip().lower()
     if lowered in _YES:
         return True
@@ -237,25 +182,6 @@ def resolve_answer(chosen: str, options: Sequence[str]) -> str:
         if _norm(option) == _norm(value):
             return option
     return value
-
-
-def rejection(stage: str, reason: str, record_id: str, detail: str = "") -> dict[str, str]:
-    return {"stage": stage, "reason": reason, "record_id": record_id, "detail": detail}
-
-
-def read_question_file(path: PathLike, paragraphs: Mapping[str, Mapping[str, Any]], hits: CosmosHitsSection,
-                       limits: LimitsSection, fmt: str = "auto") -> ResultsFile:
-    """The writing task's results as rows of the question-sets layout: QUESTIONS.csv, or an MTurk
-    results CSV / Label Studio export of this run's export (`fmt` csv, mturk, label-studio or
-    auto), read within `limits`."""
-    fmt = detect_results_format(path) if fmt == "auto" else fmt
-    if fmt == OWN_CSV:
-        return _read_csv(path, QUESTION_COLUMNS, limits)
-    mturk_rows, ls_rows = hits_pages.writing_rows(paragraphs.values())
-    results = hits_pages.read_assignments(path, fmt, "paragraph_id", ["q1_question"], mturk_rows,
-                                          ls_rows, ("paragraph",), limits)
-    return ResultsFile(hits_pages.question_rows(results.assignments, hits), len(results.assignments),
-                       left_out(results))
 
 
 def read_question_sets(path: PathLike, paragraphs: Mapping[str, Mapping[str, Any]],
@@ -301,23 +227,6 @@ def question_sets_from_rows(rows: Sequence[Mapping[str, str]], paragraphs: Mappi
     return sets, rejects, len(rows)
 
 
-def read_validation_file(sets: Sequence[QuestionSet], path: PathLike, limits: LimitsSection, fmt: str = "auto",
-                         paragraphs: Optional[Mapping[str, Mapping[str, Any]]] = None, seed: int = 0) -> ResultsFile:
-    """The validation task's results as rows of the validations layout: VALIDATIONS.csv, or an
-    MTurk results CSV / Label Studio export of the validation task exported for these sets (with
-    `paragraphs` and the spec's `seed`), in submission order, read within `limits`."""
-    fmt = detect_results_format(path) if fmt == "auto" else fmt
-    if fmt == OWN_CSV:
-        return _read_csv(path, VALIDATION_COLUMNS, limits)
-    if paragraphs is None:
-        raise ValueError("platform validation results need the run's paragraphs")
-    mturk_rows, ls_rows = hits_pages.validation_rows(sets, paragraphs, seed)
-    results = hits_pages.read_assignments(
-        path, fmt, "set_id", [name for name in VALIDATION_COLUMNS if name not in ("set_id", "worker_id")],
-        mturk_rows, ls_rows, ("question", "paragraph"), limits)
-    return ResultsFile(hits_pages.judgement_rows(results.assignments), len(results.assignments), left_out(results))
-
-
 def judgements_from_rows(sets: Sequence[QuestionSet], rows: Iterable[Mapping[str, str]],
                          hits: CosmosHitsSection) -> dict[str, int]:
     """`attach_judgements` on rows of the validations layout."""
@@ -353,6 +262,7 @@ def intended_votes(qset: QuestionSet) -> int:
 
 
 def validate(qset: QuestionSet, hits: CosmosHitsSection) -> Optional[str]:
+    """Why a judged set is not valid (§2.3, `filters.cosmos.validation`), None when it is."""
     judgements = qset.judgements
     satisfied = all(j.paragraph_sensible and j.question_sensible for j in judgements)
     return cosmos_filters.validation(len(judgements), hits.validators, intended_votes(qset),
@@ -406,3 +316,4 @@ def import_results(run_dir: PathLike, questions_csv: PathLike, validations_csv: 
         else:
             valid.append(qset)
     return CrowdResults(paragraphs, sets, valid, rejects, n_rows, judgement_counts, written.records + judged.records)
+

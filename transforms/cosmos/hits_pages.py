@@ -27,6 +27,8 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 from data_specs.models import CosmosHitsSection, LimitsSection
 from transforms.core import pages
 from transforms.core.hashing import seeded_digest
+from transforms.core.label_studio import label_studio_tasks, read_label_studio_export
+from transforms.core.mturk import read_mturk_results, template_variables, write_mturk_batch
 from transforms.core.platforms import (
     LABEL_STUDIO,
     MTURK,
@@ -34,11 +36,6 @@ from transforms.core.platforms import (
     PlatformResults,
     answer_text,
     check_inputs,
-    label_studio_tasks,
-    read_label_studio_export,
-    read_mturk_results,
-    template_variables,
-    write_mturk_batch,
 )
 
 PathLike = Union[str, Path]

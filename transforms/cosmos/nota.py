@@ -24,7 +24,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from data_specs.models import CosmosSplitsSection, NotaSection
 from transforms.core.hashing import seeded_order, unit_hash
-from transforms.cosmos.crowd import QuestionSet, intended_votes
+from transforms.cosmos.crowd import intended_votes
+from transforms.cosmos.crowd_results import QuestionSet
 from transforms.cosmos.scorers import AnswerScorer
 
 SPLITS = ("train", "dev", "test")

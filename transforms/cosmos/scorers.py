@@ -30,14 +30,8 @@ from typing import Any, Callable, Protocol, Sequence, Union
 
 from data_specs.models import AnswerScorerSection, CoherenceSection
 from filters.text import tokenize
-from transforms.core.models import (
-    MiniLMEncoder,
-    ModelUnavailable,
-    check_minilm,
-    offline_transformers,
-    require_packages,
-    resolve_device,
-)
+from transforms.core.minilm import MiniLMEncoder, check_minilm
+from transforms.core.models import ModelUnavailable, offline_transformers, require_packages, resolve_device
 
 
 class CoherenceScorer(Protocol):
@@ -54,10 +48,9 @@ class AnswerScorer(Protocol):
         """Per (paragraph, question, answers): s(A|P,Q) + s(A|P) + s(A|Q) for each answer A."""
 
 
-
 def _as_torch(vectors: Any) -> Any:
     """The encoder's float32 rows as a torch tensor (no copy), so that cosines are computed by
-    torch's dot product exactly as before the encoder returned numpy arrays."""
+    torch's dot product and round as the expected scores do (numpy's may round differently)."""
     import torch
 
     return torch.from_numpy(vectors)

@@ -15,7 +15,7 @@ Each run is partitioned into consecutive blocks; a block is a *paragraph* (`min_
 
 `segment_run` finds the optimal partition by dynamic programming over cut positions
 (`best[j]` = best cost of the first `j` sentences), in O(n * L) for L sentences per paragraph.
-`greedy_segment` is the left-to-right scan it replaces (kept for comparison and tests).
+`greedy_segment` is a left-to-right scan with no lookahead, for comparison and tests.
 """
 from __future__ import annotations
 

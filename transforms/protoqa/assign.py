@@ -5,8 +5,8 @@ answer) -- gets a utility, and the options' probabilities are the softmax of the
 multinomial logit whose coefficients are the spec's `assign` section, fitted by `fit_weights`
 on the development questions of `tests/fidelity_protoqa.py`):
 
-* a cluster's utility is the weighted sum of its `SIGNALS`: the WordNet partition score
-  (`transforms.protoqa.wordnet`, the evaluator's similarity) and the lemma Jaccard, spelling
+* a cluster's utility is the weighted sum of its `SIGNALS` (`transforms.protoqa.assign_signals`):
+  the WordNet partition score (the evaluator's similarity) and the lemma Jaccard, spelling
   similarity and MiniLM cosine, each the best over the cluster's member strings; the cosine with
   the mean of the members' vectors (`centroid`); the best cosine of "question + answer" with
   "question + member" (`context`); the share of the answer's lemmas found anywhere in the cluster
@@ -28,15 +28,23 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from data_specs.models import AssignSection
-from transforms.core.models import MiniLMEncoder
+from transforms.core.minilm import MiniLMEncoder
 from transforms.protoqa import metric as pm
-from transforms.protoqa import wordnet as pw
+from transforms.protoqa.assign_signals import (
+    bounded_wordnet_score,
+    coverage,
+    head_lemma,
+    lemma_set,
+    lemma_similarity,
+    size_prior,
+    spelling_similarity,
+)
+from transforms.protoqa.metric_inputs import Cluster, Question
 
 SIGNALS = ("wordnet", "embedding", "centroid", "context", "lemma", "spelling", "coverage", "head",
            "prior")
@@ -55,109 +63,6 @@ Embed = Callable[[Sequence[str]], np.ndarray]
 def minilm_embedder(batch_size: int = EMBED_BATCH_SIZE) -> Embed:
     """all-MiniLM-L6-v2 sentence embeddings (L2-normalised) from local files only."""
     return MiniLMEncoder(batch_size=batch_size, max_length=EMBED_MAX_LENGTH).encode
-
-
-def levenshtein(a: str, b: str) -> int:
-    """Edit distance (insertions, deletions, substitutions)."""
-    if len(a) < len(b):
-        a, b = b, a
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
-
-
-def spelling_similarity(a: str, b: str) -> float:
-    """1 - Levenshtein(a, b) / max length (1.0 for equal strings, 0.0 with an empty one)."""
-    if a == b:
-        return 1.0
-    if not a or not b:
-        return 0.0
-    return 1.0 - levenshtein(a, b) / max(len(a), len(b))
-
-
-@cache
-def lemma(token: str) -> str:
-    """WordNet's base form of a token (morphy over noun, verb, adjective, adverb), else itself."""
-    reader = pw.wordnet()
-    for pos in ("n", "v", "a", "r"):
-        base = reader.morphy(token, pos)
-        if base:
-            return base
-    return token
-
-
-@cache
-def lemmas(text: str) -> Tuple[str, ...]:
-    """Lemmas of the content tokens of `text` in order (stopwords, punctuation-only dropped)."""
-    return tuple(lemma(t) for t in pw.content_tokens(text) if any(ch.isalnum() for ch in t))
-
-
-@cache
-def lemma_set(text: str) -> frozenset:
-    """The set of `lemmas(text)`."""
-    return frozenset(lemmas(text))
-
-
-def head_lemma(text: str) -> str:
-    """The last content lemma of `text` (the head of an English noun phrase), "" if none."""
-    found = lemmas(text)
-    return found[-1] if found else ""
-
-
-def lemma_similarity(a: str, b: str) -> float:
-    """Jaccard overlap of the two lemma sets (1.0 when both are empty)."""
-    la, lb = lemma_set(a), lemma_set(b)
-    if not la and not lb:
-        return 1.0
-    return len(la & lb) / len(la | lb)
-
-
-def coverage(answer: str, members: Sequence[str]) -> float:
-    """Share of the answer's lemmas that occur in some member string (0.0 with no lemma)."""
-    own = lemma_set(answer)
-    if not own:
-        return 0.0
-    vocabulary = frozenset().union(*(lemma_set(m) for m in members))
-    return len(own & vocabulary) / len(own)
-
-
-def size_prior(count: int, total: int) -> float:
-    """log(1 + count) / log(1 + total): 1.0 for a cluster holding every answer, 0.0 for none."""
-    return math.log1p(max(count, 0)) / math.log1p(total) if total > 0 else 0.0
-
-
-@cache
-def bounded_wordnet_score(a: str, b: str, max_pairs: int) -> float:
-    """The WordNet score of `transforms.protoqa.wordnet` (unrounded) for `assign`.
-
-    Exact when the two strings have at most `max_pairs` pairs of partitions
-    (`assign.max_partition_pairs`); beyond that (two long strings) a lower bound: every
-    partition of the shorter side (the first `max_pairs` of them) against the longer side
-    taken whole or as single tokens.
-    """
-    ta, tb = pw.content_tokens(a), pw.content_tokens(b)
-    if (1 << max(len(ta) - 1, 0)) * (1 << max(len(tb) - 1, 0)) <= max_pairs:
-        return pw.token_score(ta, tb)
-    if ta == tb:
-        return 1.0
-    if pw.span_keys(ta).isdisjoint(pw.span_keys(tb)):
-        return 0.0
-    short, long_ = (ta, tb) if len(ta) <= len(tb) else (tb, ta)
-    groupings_long = [[" ".join(long_)], list(long_)]
-    best = 0.0
-    for n, spans in enumerate(pw.partitions(len(short))):
-        if n >= max_pairs:
-            break
-        groups = [" ".join(short[i:j]) for i, j in spans]
-        for other in groupings_long:
-            edges = [[k for k, g in enumerate(other) if pw.groups_match(group, g)]
-                     for group in groups]
-            best = max(best, pw.max_matching(edges, len(other)) / max(len(groups), len(other)))
-    return best
 
 
 def softmax_with_none(utilities: np.ndarray, none_utility: float) -> Tuple[np.ndarray, float]:
@@ -216,7 +121,7 @@ class ClusterAssigner:
 
     # ----------------------------------------------------------------------------- embeddings
     @staticmethod
-    def context_text(question: pm.Question, text: str) -> str:
+    def context_text(question: Question, text: str) -> str:
         """The string embedded for the `context` signal: the question, then the answer."""
         return f"{question.question} {text}"
 
@@ -229,7 +134,7 @@ class ClusterAssigner:
             for text, vector in zip(todo, self.embedder(todo)):
                 self._vectors[text] = np.asarray(vector, dtype=float)
 
-    def prepare_question(self, question: pm.Question, answers: Iterable[str] = ()) -> None:
+    def prepare_question(self, question: Question, answers: Iterable[str] = ()) -> None:
         """Embed what assigning preprocessed `answers` to `question` needs, in one batch."""
         if self.embedder is None:
             return
@@ -245,8 +150,8 @@ class ClusterAssigner:
         return self._vectors[text]
 
     # -------------------------------------------------------------------------------- signals
-    def signal_matrix(self, question: pm.Question, answer: str,
-                      clusters: Optional[Sequence[pm.Cluster]] = None) -> np.ndarray:
+    def signal_matrix(self, question: Question, answer: str,
+                      clusters: Optional[Sequence[Cluster]] = None) -> np.ndarray:
         """(clusters x SIGNALS) signal values for one preprocessed answer."""
         clusters = question.clusters if clusters is None else clusters
         need = self.needed
@@ -289,7 +194,7 @@ class ClusterAssigner:
             rows.append([value[k] for k in SIGNALS])
         return np.array(rows, dtype=float).reshape(len(clusters), len(SIGNALS))
 
-    def none_signals(self, question: pm.Question, answer: str) -> np.ndarray:
+    def none_signals(self, question: Question, answer: str) -> np.ndarray:
         """The NONE_SIGNALS values of one preprocessed answer to `question`."""
         own = lemma_set(answer)
         value = dict.fromkeys(NONE_SIGNALS, 0.0)
@@ -303,7 +208,7 @@ class ClusterAssigner:
         return np.array([value[k] for k in NONE_SIGNALS], dtype=float)
 
     # ------------------------------------------------------------------------------- decision
-    def decide(self, clusters: Sequence[pm.Cluster], signals: np.ndarray, none: np.ndarray,
+    def decide(self, clusters: Sequence[Cluster], signals: np.ndarray, none: np.ndarray,
                threshold: Optional[float] = None) -> Proposal:
         """Turn the signals into a proposal (`threshold` defaults to the spec's)."""
         threshold = self.threshold if threshold is None else threshold
@@ -320,7 +225,7 @@ class ClusterAssigner:
             return Proposal(clusters[best].cluster_id, p_best, p_best, p_none, values)
         return Proposal(None, p_none, p_best, p_none, values)
 
-    def assign(self, question: pm.Question, answer: str) -> Proposal:
+    def assign(self, question: Question, answer: str) -> Proposal:
         """Propose a cluster of `question` for a raw answer string."""
         prepared = pm.preprocess_prediction(answer)
         return self.decide(question.clusters, self.signal_matrix(question, prepared),
@@ -334,7 +239,7 @@ class Case:
     qid: str
     answer: str
     truth: Optional[str]
-    clusters: Sequence[pm.Cluster]
+    clusters: Sequence[Cluster]
     signals: np.ndarray
     none: np.ndarray
     group: str = ""
@@ -398,12 +303,12 @@ def read_answer_rows(path: str) -> List[dict]:
         return [json.loads(line) for line in lines if line.strip()]
 
 
-def unknown_questions(targets: Mapping[str, pm.Question], rows: Iterable[Mapping]) -> List[str]:
+def unknown_questions(targets: Mapping[str, Question], rows: Iterable[Mapping]) -> List[str]:
     """The question ids of `rows` that are not in the targets, sorted."""
     return sorted({r["question"] for r in rows if r["question"] not in targets})
 
 
-def assign_rows(assigner: ClusterAssigner, targets: Mapping[str, pm.Question],
+def assign_rows(assigner: ClusterAssigner, targets: Mapping[str, Question],
                 rows: Sequence[Mapping]) -> Iterator[dict]:
     """One output line per answer row: question, answer, cluster (or None), confidence (4 places)."""
     by_question: Dict[str, List[str]] = {}
@@ -424,7 +329,7 @@ def assign_rows(assigner: ClusterAssigner, targets: Mapping[str, pm.Question],
 
 
 # ---------------------------------------------------------------------------------- measuring
-def wordnet_only(clusters: Sequence[pm.Cluster], signals: np.ndarray) -> Optional[str]:
+def wordnet_only(clusters: Sequence[Cluster], signals: np.ndarray) -> Optional[str]:
     """Baseline: the cluster with the best WordNet score (ties: larger cluster), None if 0."""
     if not len(clusters):
         return None
@@ -433,7 +338,7 @@ def wordnet_only(clusters: Sequence[pm.Cluster], signals: np.ndarray) -> Optiona
     return clusters[best].cluster_id if column[best] > 0 else None
 
 
-def _held_out_cases(targets: Mapping[str, pm.Question]):
+def _held_out_cases(targets: Mapping[str, Question]):
     """(question, held-out string, its cluster id, clusters without that string) per member."""
     for question in targets.values():
         for j, cluster in enumerate(question.clusters):
@@ -441,13 +346,13 @@ def _held_out_cases(targets: Mapping[str, pm.Question]):
                 rest = tuple(a for a in cluster.answers if a != member)
                 clusters = list(question.clusters)
                 if rest:
-                    clusters[j] = pm.Cluster(cluster.cluster_id, rest, cluster.count)
+                    clusters[j] = Cluster(cluster.cluster_id, rest, cluster.count)
                 else:
                     del clusters[j]
                 yield question, member, (cluster.cluster_id if rest else None), clusters
 
 
-def leave_one_out(targets: Mapping[str, pm.Question], assigner: ClusterAssigner) -> dict:
+def leave_one_out(targets: Mapping[str, Question], assigner: ClusterAssigner) -> dict:
     """Hold out each member string of each cluster and try to recover its cluster.
 
     For a cluster with other members the right answer is its id; for a singleton cluster the

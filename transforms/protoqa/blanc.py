@@ -69,6 +69,7 @@ class Blanc:
     counts: LinkCounts
 
     def as_dict(self) -> dict:
+        """The scores and link counts as a JSON-ready dict."""
         return asdict(self)
 
 
@@ -82,6 +83,7 @@ def links(clustering: Clustering) -> tuple[set[frozenset], set[frozenset]]:
 
 
 def link_counts(key: Clustering, response: Clustering) -> LinkCounts:
+    """The coreference and non-coreference links of `key`, of `response` and of both."""
     kc, kn = links(key)
     rc, rn = links(response)
     return LinkCounts(len(kc), len(rc), len(kc & rc), len(kn), len(rn), len(kn & rn),

@@ -32,7 +32,8 @@ from transforms.core.accounting import Reject
 from transforms.core.cells import unescaped_dict
 from transforms.core.errors import UserError
 from transforms.core.io import read_table
-from transforms.core.models import MiniLMEncoder, check_minilm, check_spacy, load_spacy
+from transforms.core.minilm import MiniLMEncoder, check_minilm
+from transforms.core.models import check_spacy, load_spacy
 from transforms.core.untrusted import read_csv_rows
 
 READ = "read_answers"
@@ -46,10 +47,14 @@ MINILM_MAX_LENGTH = 256
 # ---- model interfaces ------------------------------------------------------------------------
 
 class Lemmatizer(Protocol):
+    """Lemmas of tokenised answers, one list per answer."""
+
     def lemmas(self, token_lists: Sequence[Sequence[str]]) -> list[list[str]]: ...
 
 
 class Embedder(Protocol):
+    """Sentence vectors of answers, one row per text."""
+
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...   # rows L2-normalised
 
 
@@ -182,11 +187,14 @@ def normalize_answer_text(text: str, articles: Sequence[str] = ("a", "an", "the"
 
 def normalize_answers(answers: Sequence[str], lemmatizer: Lemmatizer,
                       articles: Sequence[str]) -> list[str]:
+    """Each answer normalised (`normalize_answer_text`), lemmatised and joined by spaces."""
     token_lists = [normalize_answer_text(a, articles) for a in answers]
     return [" ".join(tokens) for tokens in lemmatizer.lemmas(token_lists)]
 
 
 class UnionFind:
+    """Disjoint sets over 0..n-1; the smaller index is a merged set's root."""
+
     def __init__(self, n: int):
         self.parent = list(range(n))
 
@@ -216,11 +224,13 @@ def wordnet_synsets(text: str, max_senses: int) -> frozenset:
 
 
 def char_trigrams(text: str) -> set[bytes]:
+    """The character trigrams of `text`, padded at both ends, as bytes for MinHash."""
     padded = f"  {text} "
     return {padded[i:i + 3].encode("utf-8") for i in range(len(padded) - 2)}
 
 
 def minhash_signatures(texts: Sequence[str], num_perm: int, seed: int) -> list[np.ndarray]:
+    """The seeded MinHash signature of each text's character trigrams."""
     from datasketch import MinHash
 
     template = MinHash(num_perm=num_perm, seed=seed)
@@ -234,6 +244,9 @@ def minhash_signatures(texts: Sequence[str], num_perm: int, seed: int) -> list[n
 
 @dataclass(frozen=True)
 class Proposal:
+    """One answer's proposed cluster: its count, normalised form, cluster number and label, and
+    the evidence that joined it to the cluster."""
+
     answer: str
     count: int
     normalized: str

@@ -15,7 +15,8 @@ from transforms.core.errors import UserError
 from transforms.core.report import json_lines, not_a_release, read_reference
 from transforms.protoqa.blanc import blanc, clusters_to_mapping, corpus_blanc
 from transforms.protoqa.release import read_records
-from transforms.protoqa.report import RECORD_FILES, run_command
+from transforms.protoqa.report import RECORD_FILES
+from transforms.protoqa.steps import run_step as run_command
 
 OPTION = "--release"
 SHAPE = 'protoqa-data JSONL: one {"metadata": {"id"}, "answers": {"clusters": {id: {"count", "answers"}}}} a line'

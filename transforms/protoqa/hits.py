@@ -36,6 +36,8 @@ from transforms.core import pages
 from transforms.core.accounting import Reject
 from transforms.core.cells import escaped_dict
 from transforms.core.errors import UserError
+from transforms.core.label_studio import label_studio_tasks, read_label_studio_export
+from transforms.core.mturk import fill_template, read_mturk_results, template_variables, write_mturk_batch
 from transforms.core.platforms import (
     CANCELLED_ANNOTATION,
     LABEL_STUDIO,
@@ -45,13 +47,7 @@ from transforms.core.platforms import (
     answer_text,
     check_inputs,
     detect_results_format,
-    fill_template,
-    label_studio_tasks,
-    read_label_studio_export,
-    read_mturk_results,
-    template_variables,
     withdrawn_reason,
-    write_mturk_batch,
 )
 from transforms.core.untrusted import parse_json
 
@@ -135,6 +131,7 @@ class HitQuestion:
     question: str
 
     def row(self) -> dict[str, str]:
+        """The task's variables, as a batch row."""
         return {"question_id": self.question_id, "question": self.question}
 
 

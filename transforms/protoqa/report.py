@@ -2,10 +2,8 @@
 adjudicate or release), optionally beside a published protoqa-data file (`--reference`).
 
 The figures are `csdata stats`' own (`cluster_counts`, then `cluster_figures`: the same cells and
-histograms). The values of the paper's Figure 2 are not held in this repository, and no
-published table, source data or numbers in the text were found for them (a search of stored
-copies of the paper's pages and of the iesl/protoqa-data and protoqa-evaluator repositories),
-so the charts say "paper figure not available" rather than draw a guessed curve. The substitute
+histograms). The paper's Figure 2 has no published values (no table, source data or numbers in
+its text), so the charts say "paper figure not available" rather than draw a guessed curve. The substitute
 is `--reference FILE`: the published data themselves (e.g. protoqa-data's
 `dev.crowdsourced.jsonl`) go through the same `cluster_figures` and are drawn over the run's
 bars. The paper's question counts and expert BLANC come from the spec's `paper` section.
@@ -38,18 +36,13 @@ from transforms.core.stats import histogram
 from transforms.protoqa.cluster_prep import read_prep
 from transforms.protoqa.release import read_records
 from transforms.protoqa.stats import cluster_counts, cluster_figures
+from transforms.protoqa.steps import run_step
 
-RUN_FILE = "run.json"
 TOP_K = 8
 SIZE_BINS = [(1, 1), (2, 2), (3, 3), (4, 5), (6, 10), (11, 20), (21, 30), (31, 50), (51, 100), (101, 10 ** 6)]
 RECORD_FILES = {"questions": ["questions.jsonl"], "adjudicate": ["adjudicated.jsonl"],
                 "release": ["dev.jsonl", "test.jsonl", "unsplit.jsonl"]}
 SAMPLE_TEXT_LIMIT = 240
-
-
-def run_command(run_dir: Union[str, Path]) -> str:
-    """The ProtoQA command that wrote `run_dir` (its run.json)."""
-    return json.loads((Path(run_dir) / RUN_FILE).read_text(encoding="utf-8"))["command"]
 
 
 def _paper_questions(command: str, paper: ProtoqaPaper) -> str:
@@ -186,7 +179,7 @@ def protoqa_report(run_dir: Union[str, Path], paper: ProtoqaPaper, sample_rows: 
     text of the inputs at all); `reference`, a published protoqa-data JSONL file, adds its
     Table 1 columns and its distributions over the charts (runs with clusters only)."""
     run_dir = Path(run_dir)
-    command = run_command(run_dir)
+    command = run_step(run_dir) or ""
     sections: tuple[Section, ...]
     if command == "sheets-import":
         if reference:

@@ -1,8 +1,8 @@
 """NLTK's improved Treebank word tokenizer (``nltk.tokenize.NLTKWordTokenizer``), vendored.
 
 ``nltk.word_tokenize`` runs this tokenizer on each sentence, and the official ProtoQA evaluator
-tokenises answers with it. Importing it from NLTK costs about 1.5 s, because any
-``nltk.tokenize`` import first imports the whole of ``nltk``, which is more than the rest of
+tokenises answers with it. Importing it from NLTK is slow, because any ``nltk.tokenize``
+import first imports the whole of ``nltk``, which is more than the rest of
 ``csdata protoqa score`` needs. So the rules are copied here: the same regular expressions and
 substitutions, in the same order, as NLTK 3.10.4 (the version pinned in pyproject.toml). They
 are compiled with the engines NLTK itself uses: NLTK compiles its own patterns through

@@ -8,7 +8,8 @@ Two layouts are supported, both with inclusive entity/answer `end` offsets as st
   (passages numbered from 0 in passage_id order, queries numbered globally from 0 in
   (passage_id, query_id) order).
 
-Passages without queries are omitted from both. Queries are grouped by passage once in a dict,
+`release_rows` gives the same passages and queries per Hugging Face split for `csdata record
+release` (`transforms.record.release`). Passages without queries are omitted from all three. Queries are grouped by passage once in a dict,
 which is fine for ReCoRD's size; the JSON itself is written passage by passage.
 """
 from __future__ import annotations
@@ -88,14 +89,7 @@ EXPORTERS: dict[str, Callable[[PathLike, TextIO], None]] = {
 }
 
 
-# ---- `csdata record release`: the Hugging Face layout ----------------------------------------
-CITATION = """@article{zhang2018record,
-  title   = {{ReCoRD}: Bridging the Gap between Human and Machine Commonsense Reading Comprehension},
-  author  = {Zhang, Sheng and Liu, Xiaodong and Liu, Jingjing and Gao, Jianfeng and Duh, Kevin and
-             Van Durme, Benjamin},
-  journal = {arXiv preprint arXiv:1810.12885},
-  year    = {2018}
-}"""
+# ---- the rows of `csdata record release` (`transforms.record.release`) ----------------------
 # A run's split names -> the Hub's (`dev` is `validation` there); "" (no URL list) is train.
 HF_SPLITS = {"train": "train", "dev": "validation", "validation": "validation", "test": "test", "": "train"}
 VALIDATED_SPLITS = ("train", "dev", "test")

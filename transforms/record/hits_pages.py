@@ -25,18 +25,15 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
 from data_specs.models import LimitsSection
 from transforms.core import pages
+from transforms.core.label_studio import label_studio_tasks, read_label_studio_export
+from transforms.core.mturk import read_mturk_results, template_variables, write_mturk_batch
 from transforms.core.platforms import (
     LABEL_STUDIO,
     MTURK,
     PlatformResults,
     answer_text,
     check_inputs,
-    label_studio_tasks,
     left_out,
-    read_label_studio_export,
-    read_mturk_results,
-    template_variables,
-    write_mturk_batch,
 )
 from transforms.core.untrusted import Skipped
 from transforms.record.metric import normalize_answer

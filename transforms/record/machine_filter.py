@@ -31,7 +31,7 @@ from transforms.core.heap import release_memory
 from transforms.core.inference import ModelHandler, ModelMetadata, PredictionResult, RunInference
 from transforms.core.progress import ProgressLine
 from transforms.core.progress_lines import TaskLog
-from transforms.core.sinks import remove_folder
+from transforms.core.shards import remove_folder
 from transforms.core.stages import Stage
 from transforms.record.metric import is_correct
 from transforms.record.readers import make_reader

@@ -29,7 +29,7 @@ from transforms.record.annotate.document import assemble_document
 from transforms.record.annotate.spans import trim_span
 from transforms.record.annotation import AnnotatedArticle, AnnotationError
 from transforms.record.article import PassageSplit, article_document
-from transforms.record.read import url_to_id
+from transforms.record.formats import url_to_id
 
 
 def _required(value: str, backend: str, key: str) -> str:

@@ -42,7 +42,7 @@ choice of rules.
   replaces "Adam" elsewhere (with `contained`).
 
 Two more rules act on the whole article, with `annotator.propagate_names`
-(`spacy_ner.propagate_names`): `surnames` also propagates the surnames of PERSON names
+(`propagate.propagate_names`): `surnames` also propagates the surnames of PERSON names
 ("Marc Chivers" ... "Chivers"), and `contained` lets a propagated name replace mentions inside
 it ("Duchess of Cornwall" over "Cornwall").
 """
@@ -333,7 +333,7 @@ NER_RULES: dict[str, Rule] = {
 }
 
 
-# Rules applied by `spacy_ner.propagate_names` over the whole article, not per unit.
+# Rules applied by `propagate.propagate_names` over the whole article, not per unit.
 PROPAGATION_RULES = ("surnames", "contained")
 RULE_NAMES = (*NER_RULES, *PROPAGATION_RULES)
 

@@ -21,12 +21,8 @@ from typing import Any, Optional, Sequence
 
 from data_specs.models import CrossEncoderOptions
 from transforms.core.heap import trim_heap
-from transforms.core.models import (
-    minilm_path,
-    offline_transformers,
-    require_packages,
-    resolve_device,
-)
+from transforms.core.minilm import minilm_path
+from transforms.core.models import offline_transformers, require_packages, resolve_device
 from transforms.core.progress_lines import TaskLog, eta_text
 from transforms.record.readers.base import PLACEHOLDER, Candidate, Triple, candidates, correct_flags
 
