@@ -6,7 +6,7 @@ with a question type (`hits.question_types` or `other`), 1..`hits.max_correct` c
 `hits.incorrect` incorrect answers. Answer fields, for question n: `q{n}_type`, `q{n}_question`,
 `q{n}_correct{k}`, `q{n}_incorrect{k}`; question 1 is required, a later one counts when its
 question is written. Each written question becomes a row of the question-sets layout
-(`crowd.QUESTION_COLUMNS`) with set id `{assignment_id}#q{n}`.
+(`crowd_results.QUESTION_COLUMNS`) with set id `{assignment_id}#q{n}`.
 
 **Validation** (variables `set_id`, `paragraph`, `question`, `options`): the five judgements of
 §2.3, answer fields `paragraph_sensible`, `question_sensible` (yes/no), `chosen_answer` (the

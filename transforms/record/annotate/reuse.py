@@ -24,8 +24,8 @@ SIGNATURE_OUTPUT = "signatures"
 
 class ReadStoredAnnotations(beam.PTransform):
     """The rows stored under `path` (a `csdata record annotate` output), keyed for `Annotate`'s
-    join (`stage.keyed_stored_rows`), and on the SIGNATURE_OUTPUT output the MinHash signatures made
-    as `key` says, keyed for `DropNearDuplicates` (`stage.keyed_stored_signatures`): one read."""
+    join (`stored.keyed_stored_rows`), and on the SIGNATURE_OUTPUT output the MinHash signatures made
+    as `key` says, keyed for `DropNearDuplicates` (`stored.keyed_stored_signatures`): one read."""
 
     def __init__(self, path: str, key: str):
         super().__init__()

