@@ -77,7 +77,7 @@ def load_raw_spec(name_or_path: str, overrides: Iterable[str] = ()) -> dict[str,
         raise SpecError(f"spec {path} cannot be read: {_one_line(exc)}") from None
     try:
         spec = load_yaml(text)
-    except _Refused as exc:
+    except RefusedYaml as exc:
         raise SpecError(f"spec {path} is refused: {exc}") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"spec {path} is not valid YAML: {_yaml_problem(exc)}") from None
@@ -145,7 +145,7 @@ def apply_overrides(spec: Union[Mapping[str, Any], BaseModel], overrides: Iterab
             raise SpecError(f"override must look like key.path=value, got {item!r}")
         try:
             value = load_yaml(raw)
-        except _Refused as exc:
+        except RefusedYaml as exc:
             raise SpecError(f"override {key} is refused: {exc}") from None
         except yaml.YAMLError as exc:
             raise SpecError(f"override {item!r} has no valid YAML value: {_yaml_problem(exc)}") from None
@@ -172,7 +172,7 @@ def apply_overrides(spec: Union[Mapping[str, Any], BaseModel], overrides: Iterab
     return result
 
 
-class _Refused(Exception):
+class RefusedYaml(Exception):
     """A YAML document that parses but would be too large or endless once built."""
 
 
@@ -194,11 +194,11 @@ def load_yaml(text: str) -> Any:
     try:
         return yaml.load(text, Loader=_SpecLoader)  # a SafeLoader: builds plain values only
     except RecursionError:
-        raise _Refused("its values nest too deeply") from None
+        raise RefusedYaml("its values nest too deeply") from None
 
 
 def _check_aliases(root: yaml.Node) -> None:
-    """Raise `_Refused` when the document under `root` holds itself through an alias, or when
+    """Raise `RefusedYaml` when the document under `root` holds itself through an alias, or when
     expanding its aliases would add more than `MAX_ALIAS_VALUES` values to the values it spells
     out.
 
@@ -217,13 +217,13 @@ def _check_aliases(root: yaml.Node) -> None:
             open_nodes.discard(key)
             sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
             if sizes[key] - len(sizes) > limit:
-                raise _Refused(f"its aliases expand it by more than {limit} values (the value at "
+                raise RefusedYaml(f"its aliases expand it by more than {limit} values (the value at "
                                f"{_where(node.start_mark)})")
             continue
         if key in sizes:
             continue
         if key in open_nodes:    # reached again from inside itself
-            raise _Refused(f"the value at {_where(node.start_mark)} contains itself through an alias")
+            raise RefusedYaml(f"the value at {_where(node.start_mark)} contains itself through an alias")
         open_nodes.add(key)
         stack.append((node, True))
         stack.extend((child, False) for child in _children(node))

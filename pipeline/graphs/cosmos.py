@@ -9,6 +9,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs.models import CosmosSpec
 from pipeline.engine.runner import clear_output, new_pipeline, run_pipeline
+from transforms.core.checkpoint import Checkpoint
 from transforms.core.io import read_summary
 from transforms.core.memo import resume_work
 from transforms.core.models import check_spacy
@@ -35,6 +36,7 @@ PARAGRAPH_TABLES = ("paragraphs", "rejects")
 STAGE_ORDER = [READ_STAGE, STORY_STAGE, STORY_SAMPLE_STAGE, SENTENCE_STAGE, COHERENCE_STAGE, SEGMENT_STAGE,
                SAMPLE_STAGE]
 PathLike = Union[str, Path]
+READ_CHECKPOINT = "stories"   # the checkpoint of the read stage, in the work folder
 
 
 
@@ -57,8 +59,16 @@ class GenerateCosmosParagraphs(beam.PTransform):
         spec, out = self._spec, self._output
         shards = spec.output.num_shards
         progress = ProgressLine(self._progress)
-        stories, read_rejects, read_tallies = pbegin | "ReadStories" >> ReadStories(self._inputs, spec.input, progress)
-        stories = stories | "ProgressRead" >> progress.step("read", "stories")
+        # The stories read are kept in the work folder once all are read: a rerun starts after them.
+        read = Checkpoint(self._work, READ_CHECKPOINT)
+        restored = read.restored(pbegin)
+        if restored is None:
+            stories, read_rejects, read_tallies = pbegin | "ReadStories" >> ReadStories(self._inputs, spec.input, progress)
+            stories = read.keep(stories, [read_rejects], [read_tallies])
+            stories = stories | "ProgressRead" >> progress.step("read", "stories")
+        else:
+            stories, read_rejects, read_tallies = restored
+            stories = stories | "ProgressRestored" >> progress.step("restored", "stories")
         paragraphs, rejects, tallies = stories | "Paragraphs" >> Paragraphs(
             spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed,
             resume_work(self._work, spec.output.resume_every))

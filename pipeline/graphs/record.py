@@ -16,6 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from data_specs import RecordSpec
 from pipeline.engine.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.accounting import Reject
+from transforms.core.checkpoint import Checkpoint
 from transforms.core.coders import RejectCoder  # noqa: F401  (registers the coder of Reject)
 from transforms.core.dedup import DEDUP_NEAR, DropNearDuplicates, MinHasher
 from transforms.core.errors import UserError
@@ -67,6 +68,7 @@ ANNOTATE_TABLES = (ANNOTATIONS_TABLE, "rejects")
 # The reuse outcomes' tallies of a generate run with stored annotations (summary.json's entry
 # of that name, which `run_record` turns into its `annotations` entry).
 REUSE_SECTION = "annotation_reuse"
+CURATED = "curated"   # the checkpoint of stages read to passage_split, in the work folder
 
 
 def read_url_info(pbegin, url_lists: Sequence[str]) -> Optional[beam.PCollection]:
@@ -105,32 +107,24 @@ class GenerateRecord(beam.PTransform):
         near, passage, query = spec.curation.near_duplicates, spec.passage, spec.query
         shards = spec.output.num_shards
         ledger = Ledger()
-        collect = ledger.add
         progress = ProgressLine(self._progress)
-        articles = collect(pbegin | "ReadArticles" >> ReadArticles(
-            self._inputs, spec.input, progress))
-        articles = articles | "ProgressRead" >> progress.step("read", "articles")
-        # Balances the local runner's workers (it deals the grouping's keys out in turn).
-        articles = articles | "OrderByWork" >> OrderByWork()
-        url_info = read_url_info(pbegin, self._url_lists)
-        articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds(url_info))
         signatures = stored = None
         if self._annotations:   # one pass over the stored shards: rows for Annotate, signatures for dedup
             read = pbegin | "StoredAnnotations" >> ReadStoredAnnotations(
                 self._annotations, minhash_key(near.shingle_size, near.num_perm, spec.seed))
             stored, signatures = read.rows, (read[SIGNATURE_OUTPUT] if near.enabled else None)
-        split = StageStep(SPLIT, make_split_fn(passage))
-        if near.enabled:
-            size = near.shingle_size
-            # From annotations, the signatures stored with them are used where the text matches.
-            # The passage split runs in the step that keeps the articles (`then`): one step fewer.
-            splits = collect(articles | "DropNearDuplicates" >> DropNearDuplicates(
-                near.threshold, near.num_perm, spec.seed,
-                shingles=lambda a: shingles(a, size), key=lambda a: a.id,
-                max_bucket=near.max_bucket, signatures=signatures, content_key=text_hash,
-                then=[split]))
+        # Reading and curation are kept in the work folder once done: a rerun starts after them.
+        curated = Checkpoint(self._work, CURATED)
+        restored = curated.restored(pbegin)
+        if restored is None:
+            part = Ledger()
+            splits = self._curate(pbegin, part, progress, signatures)
+            splits = curated.keep(splits, part.rejects, part.tallies)
+            ledger.rejects.extend(part.rejects)
+            ledger.tallies.extend(part.tallies)
         else:
-            splits = collect(articles | "SplitPassages" >> Stage(SPLIT, split.fn))
+            splits = ledger.add(restored) | "ProgressRestored" >> progress.step("restored", "articles")
+        collect = ledger.add
         annotate = Annotate(spec.annotator, spec.coref, passage, self._annotations, stored,
                             resume_work(self._work, spec.output.resume_every))
         annotated = collect(splits | "Annotate" >> annotate)
@@ -150,6 +144,30 @@ class GenerateRecord(beam.PTransform):
         write_with_rejects({"passages": passage_rows, "queries": queries}, ledger, out, shards, self._meta)
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
                 | "Summarize" >> Summarize(f"{out}/summary.json", STAGES, sections=(REUSE_SECTION,), few=True))
+
+    def _curate(self, pbegin, ledger: Ledger, progress: ProgressLine,
+                signatures: Optional[beam.PCollection]) -> beam.PCollection:
+        """Read, drop duplicate ids and near duplicates, split passages: the passage splits."""
+        spec = self._spec
+        near, passage = spec.curation.near_duplicates, spec.passage
+        collect = ledger.add
+        articles = collect(pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input, progress))
+        articles = articles | "ProgressRead" >> progress.step("read", "articles")
+        # Balances the local runner's workers (it deals the grouping's keys out in turn).
+        articles = articles | "OrderByWork" >> OrderByWork()
+        url_info = read_url_info(pbegin, self._url_lists)
+        articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds(url_info))
+        split = StageStep(SPLIT, make_split_fn(passage))
+        if not near.enabled:
+            return collect(articles | "SplitPassages" >> Stage(SPLIT, split.fn))
+        size = near.shingle_size
+        # From annotations, the signatures stored with them are used where the text matches.
+        # The passage split runs in the step that keeps the articles (`then`): one step fewer.
+        return collect(articles | "DropNearDuplicates" >> DropNearDuplicates(
+            near.threshold, near.num_perm, spec.seed,
+            shingles=lambda a: shingles(a, size), key=lambda a: a.id,
+            max_bucket=near.max_bucket, signatures=signatures, content_key=text_hash,
+            then=[split]))
 
 
 def write_with_rejects(tables: dict[str, beam.PCollection], ledger: Ledger, out: str, shards: int,

@@ -1,10 +1,12 @@
 """Resume: a rerun after a kill reuses the work the killed run finished.
 
-The model steps (ReCoRD's annotation, Cosmos QA's sentences and coherence) store their results
-in pieces as they go (`transforms.core.memo`) under the output's `work/KEY/`. KEY is a hash of
+The stages before the first model keep their output under the output's `work/KEY/` once they
+are done (`transforms.core.checkpoint`: ReCoRD's curated splits, Cosmos QA's stories read), and
+the model steps (ReCoRD's annotation, Cosmos QA's sentences and coherence) store their results
+in pieces as they go (`transforms.core.memo`). KEY is a hash of
 everything that decides those results: the command, its arguments (not the output), the
 validated spec, the input files (path and size), the installed versions of csdata, its libraries
-and its models, and csdata's own source files. A rerun of the same command finds the pieces under the same KEY and
+and its models, and csdata's own source files. A rerun of the same command finds them under the same KEY and
 skips what they hold; a run under another spec, model or input gets another KEY and never sees
 them. A commit removes the work; `--fresh` removes it before the run starts.
 """
@@ -71,10 +73,15 @@ def work_folder(output: str, key: str, fresh: bool = False) -> str:
 
 def resume_line(work: str) -> Optional[str]:
     """`resuming: ...` when `work` holds results of an interrupted run, else None."""
+    from transforms.core.checkpoint import done_checkpoints
     from transforms.core.memo import count_stored
 
+    reused = [f"the {done['stage']} stages' output ({done['elements']['kept']:,} records, "
+              f"{done['elements']['rejects']:,} rejects)" for done in done_checkpoints(work)]
     pieces, results = count_stored(work)
-    if not results:
+    if results:
+        reused.append(f"{results:,} model results in {pieces:,} pieces")
+    if not reused:
         return None
-    return (f"csdata: resuming an interrupted run: {results:,} model results in {pieces:,} pieces "
-            f"are reused ({work}; --fresh starts over)")
+    return (f"csdata: resuming an interrupted run: {' and '.join(reused)} "
+            f"{'is' if len(reused) == 1 and not results else 'are'} reused ({work}; --fresh starts over)")

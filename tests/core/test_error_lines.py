@@ -189,3 +189,12 @@ def test_an_error_message_prints_its_first_line_bounded(capsys):
     assert lines[1] == "csdata: error: " + "x" * 1997 + "..."
     assert len(lines) == 2
 
+
+
+def test_a_dataset_card_of_nested_aliases_is_refused_at_once(tmp_path):
+    from transforms.core.release import read_card_header
+
+    card = tmp_path / "README.md"
+    card.write_text(f"---\n{BOMB}---\n# a card\n", encoding="utf-8")
+    with pytest.raises(UserError, match=rf"^the dataset card {card} is refused: its aliases expand it by more than"):
+        read_card_header(card)

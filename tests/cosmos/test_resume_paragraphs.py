@@ -1,10 +1,11 @@
-"""Resume (#43): `run_paragraphs` / `Paragraphs` with a work folder keep the sentences and the
+"""Resume: `run_paragraphs` / `Paragraphs` with a work folder keep the sentences and the
 coherence scores there, and a rerun with that folder, whole or partly lost, writes the rows and
 the accounting of a clean run while running the models only on what is missing."""
 from __future__ import annotations
 
 import json
 import pickle
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +115,25 @@ def test_rounds_share_the_step_folders_and_a_full_folder_loads_no_scorer(tmp_pat
             assert sorted(k.split(":")[0] for k in stored(work / "coherence")) == [
                 "b1/post-b", "b1/post-c", "b2/only", "b3/storm"]
     assert len(built) == 1      # the rerun found every story's scores
+
+
+def test_a_rerun_reads_the_kept_stories_not_the_inputs(tmp_path):
+    """Stories read once are kept (`stories/done.json`): a rerun never reads the inputs again,
+    so inputs emptied after the first run still give the first run's rows."""
+    inputs = tmp_path / "inputs"
+    shutil.copytree(DATA / "blogs", inputs / "blogs")
+    shutil.copy(DATA / "stories.jsonl", inputs / "stories.jsonl")
+    copies = [str(inputs / "blogs"), str(inputs / "stories.jsonl")]
+    spec, work = load_dataset_spec(CosmosSpec, "cosmos"), tmp_path / "work"
+    first = run_paragraphs(spec, copies, str(tmp_path / "first"), work=str(work))
+    done = json.loads((work / "stories" / "done.json").read_text())
+    assert done["elements"]["kept"] == first["stages"]["read"]["kept"] > SEGMENTED
+    for path in (inputs / "blogs").iterdir():
+        path.write_text("")
+    (inputs / "stories.jsonl").write_text("")
+    summary = run_paragraphs(spec, copies, str(tmp_path / "out"), work=str(work))
+    assert parquet_rows(tmp_path / "out") == parquet_rows(tmp_path / "first")
+    assert summary == first
+    # Without the kept stories the emptied inputs give no story at all.
+    shutil.rmtree(work / "stories")
+    assert run_paragraphs(spec, copies, str(tmp_path / "again"), work=str(work))["stages"]["read"]["kept"] == 0

@@ -1,6 +1,6 @@
-"""Resume (#43): `run_record` / `run_annotate` with a work folder keep the model's results there,
-and a rerun with that folder, whole or partly lost, writes the rows and the accounting of a
-clean run while annotating only what is missing."""
+"""Resume: `run_record` / `run_annotate` with a work folder keep the model's results there (and
+`run_record` its curated splits), and a rerun with that folder, whole or partly lost, writes
+the rows and the accounting of a clean run while annotating only what is missing."""
 from __future__ import annotations
 
 import json
@@ -72,6 +72,10 @@ def test_a_run_with_a_work_folder_keeps_each_annotation_and_writes_the_clean_row
     assert sorted(key.split(":")[0] for key, _ in stored_pairs(work / "annotate-spacy")) == sorted(
         [r["passage_id"] for r in json_rows(clean_run, "passages")] + filtered)
     assert (counter(result, "memo.computed"), counter(result, "memo.reused")) == (ANNOTATED, 0)
+    # The stages before annotation are kept too: the 12 splits, and the 3 rejects of one duplicate
+    # id, one near duplicate and one passage too short.
+    assert json.loads((work / "curated" / "done.json").read_text())["elements"]["kept"] == ANNOTATED
+    assert json.loads((work / "curated" / "done.json").read_text())["elements"]["rejects"] == 3
     assert parquet_rows(output) == parquet_rows(clean_run)
     assert summary(output) == summary(clean_run)
 
@@ -86,6 +90,8 @@ def test_a_rerun_with_every_result_kept_never_runs_the_model(clean_run, first_ru
     result = generate(tmp_path / "out", work)
     assert (counter(result, "memo.computed"), counter(result, "memo.reused")) == (0, ANNOTATED)
     assert counter(result, "annotate.texts") == 0      # no text went through spaCy
+    # No input read: the 12 curated splits were read back instead.
+    assert (counter(result, "progress.articles.read"), counter(result, "progress.articles.restored")) == (0, ANNOTATED)
     assert sorted(p.name for p in (work / "annotate-spacy").glob("*.pieces")) == before
     assert parquet_rows(tmp_path / "out") == parquet_rows(clean_run)
     assert summary(tmp_path / "out") == summary(clean_run)
@@ -100,6 +106,8 @@ def test_a_rerun_after_losing_half_the_results_annotates_the_rest_only(clean_run
     kept = keep_every_other(work / "annotate-spacy")
     assert len(kept) == ANNOTATED // 2
     result = generate(tmp_path / "out", work)
+    assert counter(result, "progress.articles.read") == 15   # no curated checkpoint here: read again
+    assert (work / "curated" / "done.json").exists()
     assert (counter(result, "memo.computed"), counter(result, "memo.reused")) == (ANNOTATED // 2, ANNOTATED // 2)
     assert count_stored(str(work))[1] == ANNOTATED     # the lost half is kept again
     assert parquet_rows(tmp_path / "out") == parquet_rows(clean_run)

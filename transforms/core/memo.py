@@ -98,22 +98,25 @@ def piece_count(path: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def write_piece(folder: str, results: Sequence[tuple[str, Any]]) -> str:
-    """Write `results` as one new piece under `folder`, whole or not at all; returns its path."""
-    folder = folder.rstrip("/")
-    name = f"{uuid.uuid4().hex}-{len(results)}{SUFFIX}"
-    path = f"{folder}/{name}"
-    data = pickle.dumps(list(results), protocol=pickle.HIGHEST_PROTOCOL)
-    if isinstance(FileSystems.get_filesystem(folder), LocalFileSystem):
-        # A reader lists `*.pieces` only: the temporary name is never read, and the rename is atomic.
+def write_bytes(path: str, data: bytes) -> None:
+    """Write `data` to `path` (any Beam filesystem), whole or not at all."""
+    folder = path.rsplit("/", 1)[0]
+    if isinstance(FileSystems.get_filesystem(path), LocalFileSystem):
+        # Readers list final names only: the temporary name is never read, and the rename is atomic.
         os.makedirs(folder, exist_ok=True)
-        temp = f"{folder}/.{name}.tmp"
+        temp = f"{folder}/.{path.rsplit('/', 1)[1]}.tmp"
         with open(temp, "wb") as handle:
             handle.write(data)
         os.replace(temp, path)
     else:   # an object store: the object appears once it is closed, never in part
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
             handle.write(data)
+
+
+def write_piece(folder: str, results: Sequence[tuple[str, Any]]) -> str:
+    """Write `results` as one new piece under `folder`, whole or not at all; returns its path."""
+    path = f"{folder.rstrip('/')}/{uuid.uuid4().hex}-{len(results)}{SUFFIX}"
+    write_bytes(path, pickle.dumps(list(results), protocol=pickle.HIGHEST_PROTOCOL))
     return path
 
 

@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 
 import yaml
 
+from data_specs import RefusedYaml, load_yaml
+from transforms.core.errors import UserError
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -219,12 +222,16 @@ def render_card(header: Mapping[str, Any], title: str, summary: str,
 
 
 def read_card_header(path: Union[str, Path]) -> dict[str, Any]:
-    """The YAML header of a dataset card (an empty dict when it has none)."""
+    """The YAML header of a dataset card (an empty dict when it has none); a header whose aliases
+    would expand it without bound is refused at once (`UserError`), as a spec is."""
     text = Path(path).read_text(encoding="utf-8")
     if not text.startswith("---\n"):
         return {}
     end = text.index("\n---", 4)
-    return yaml.safe_load(text[4:end]) or {}
+    try:
+        return load_yaml(text[4:end]) or {}
+    except RefusedYaml as error:
+        raise UserError(f"the dataset card {path} is refused: {error}") from None
 
 
 def write_release(output: Union[str, Path], release: Release, shard_rows: int = SHARD_ROWS,

@@ -1,0 +1,218 @@
+"""A finished run of a graph's first stages kept in the run's work folder, so that a rerun after a
+kill starts after them.
+
+The stages before the first model (reading, curation, near-duplicate removal) are cheap per
+record but are a fixed share of every run, and a global one where a step needs every record
+(near duplicates). `Checkpoint` keeps their three outputs (kept, rejects, tallies) in *parts*
+while the run goes on, and writes `done.json` once every part is committed. A rerun whose
+checkpoint is done reads the parts instead of running those stages; one whose checkpoint is
+not done runs them again (and keeps them again). Its rows and accounting are a clean run's,
+since the parts hold exactly what the stages emitted.
+
+* **A part counts only once committed.** A part is written by the bundle that made its
+  elements; after a shuffle (so only a bundle that succeeded gets there) a `.ok` record is
+  written beside it. A retried bundle's parts have no record and are never read.
+* **`done.json` is last.** It is written by the one step that has seen every committed part's
+  count, so a checkpoint that has it is whole.
+* **Nothing is listed on the driver** but `done.json`: parts are matched and read in the graph.
+* **A damaged part stops the run** with its path: the work folder's stage folder (or
+  `--fresh`) can be removed by hand, which runs the stages again and keeps the model results.
+
+The parts are pickles: a work folder is trusted as the run's own output is.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import uuid
+from typing import Any, Iterator, Optional, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.window import GlobalWindows
+
+from transforms.core.memo import write_bytes
+from transforms.core.spread import Spread
+
+DONE = "done.json"
+PART_SUFFIX = ".part"
+COMMITTED = ".ok"
+PART_SIZE = 1000
+OUTPUTS = ("kept", "rejects", "tallies")
+
+
+def done_path(folder: str) -> str:
+    return f"{folder.rstrip('/')}/{DONE}"
+
+
+def read_done(folder: str) -> Optional[dict]:
+    """The `done.json` of the checkpoint in `folder`, or None while it is not done."""
+    path = done_path(folder)
+    if not FileSystems.exists(path):
+        return None
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        return json.loads(handle.read().decode("utf-8"))
+
+
+def done_checkpoints(work: str) -> list[dict]:
+    """The `done.json` of each done checkpoint under the work folder `work` (one per stage group)."""
+    found = []
+    for result in FileSystems.match([f"{work.rstrip('/')}/*/{DONE}"]):
+        for metadata in result.metadata_list:
+            folder = metadata.path.rsplit("/", 1)[0]
+            done = read_done(folder)
+            if done is not None:
+                found.append(done)
+    return sorted(found, key=lambda done: done["stage"])
+
+
+def write_part(folder: str, elements: Sequence[Any]) -> str:
+    """One new part of `elements` under `folder`, whole or not at all; returns its path."""
+    path = f"{folder.rstrip('/')}/{uuid.uuid4().hex}-{len(elements)}{PART_SUFFIX}"
+    write_bytes(path, pickle.dumps(list(elements), protocol=pickle.HIGHEST_PROTOCOL))
+    return path
+
+
+def commit_part(path: str) -> tuple[str, int]:
+    """Write the `.ok` record of a part; `(output, elements)` for `done.json`'s counts."""
+    write_bytes(path + COMMITTED, b"")
+    output = path.rstrip("/").rsplit("/", 2)[-2]
+    return output, int(path.rsplit("-", 1)[-1][:-len(PART_SUFFIX)])
+
+
+def read_part(committed: str) -> Iterator[Any]:
+    """The elements of the part whose `.ok` record is `committed`."""
+    path = committed[:-len(COMMITTED)]
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            elements = pickle.loads(handle.read())
+        if not isinstance(elements, list):
+            raise ValueError("not a list")
+    except Exception as error:
+        folder = path.rsplit("/", 2)[0]
+        raise RuntimeError(f"the checkpoint part {path} cannot be read ({type(error).__name__}: "
+                           f"{str(error)[:200]}); remove {folder} to run its stages again") from None
+    yield from elements
+
+
+def committed_parts(pattern: str) -> Iterator[str]:
+    for result in FileSystems.match([pattern]):
+        for metadata in result.metadata_list:
+            if metadata.path.endswith(PART_SUFFIX + COMMITTED):
+                yield metadata.path
+
+
+class WritePartsFn(beam.DoFn):
+    """Elements -> the paths of the parts of `PART_SIZE` elements they are written to (the last
+    part of a bundle at its end)."""
+
+    def __init__(self, folder: str, size: int = PART_SIZE):
+        self._folder = folder
+        self._size = size
+        self._buffer: list = []
+
+    def start_bundle(self) -> None:
+        self._buffer = []
+
+    def process(self, element: Any) -> Iterator[str]:
+        self._buffer.append(element)
+        if len(self._buffer) >= self._size:
+            yield self._flush()
+
+    def finish_bundle(self) -> Iterator[Any]:
+        if self._buffer:
+            yield GlobalWindows.windowed_value(self._flush())
+
+    def _flush(self) -> str:
+        buffered, self._buffer = self._buffer, []
+        return write_part(self._folder, buffered)
+
+
+def write_done(counts: dict[str, int], folder: str, stage: str) -> dict:
+    """Write `done.json` (the stage group's name and the elements of each output); returns it."""
+    done = {"stage": stage, "elements": {o: counts.get(o, 0) for o in OUTPUTS}}
+    write_bytes(done_path(folder), json.dumps(done, sort_keys=True).encode("utf-8"))
+    return done
+
+
+class KeepCheckpoint(beam.PTransform):
+    """Write a stage group's `(kept, rejects, tallies)` as committed parts under `folder`, then
+    `done.json`; returns the one-element PCollection of what `done.json` says."""
+
+    def __init__(self, folder: str, stage: str):
+        super().__init__()
+        self._folder = folder.rstrip("/")
+        self._stage = stage
+
+    def expand(self, outputs):
+        folder, stage = self._folder, self._stage
+        committed = []
+        for name, pcoll in zip(OUTPUTS, outputs):
+            committed.append(
+                pcoll
+                | f"Write{name.capitalize()}Parts" >> beam.ParDo(WritePartsFn(f"{folder}/{name}"))
+                # Only what a successful bundle wrote gets past the shuffle.
+                | f"Settle{name.capitalize()}Parts" >> beam.Reshuffle()
+                | f"Commit{name.capitalize()}Parts" >> beam.Map(commit_part))
+        return (committed | "FlattenCommitted" >> beam.Flatten()
+                | "SumParts" >> beam.CombinePerKey(sum)
+                | "CountsByOutput" >> beam.combiners.ToDict()
+                | "WriteDone" >> beam.Map(write_done, folder, stage))
+
+
+class RestoreCheckpoint(beam.PTransform):
+    """`(kept, rejects, tallies)` read back from the committed parts of a done checkpoint."""
+
+    def __init__(self, folder: str):
+        super().__init__()
+        self._folder = folder.rstrip("/")
+
+    def expand(self, pbegin):
+        restored = []
+        for name in OUTPUTS:
+            title = name.capitalize()
+            restored.append(
+                pbegin
+                | f"{title}Pattern" >> beam.Create([f"{self._folder}/{name}/*{PART_SUFFIX}{COMMITTED}"])
+                | f"Match{title}Parts" >> beam.FlatMap(committed_parts)
+                | f"Spread{title}Parts" >> Spread(key=lambda path: path)
+                | f"Read{title}Parts" >> beam.FlatMap(read_part))
+        return tuple(restored)
+
+
+class Checkpoint:
+    """The checkpoint of a graph's first stages, `stage`, in `{work}/{stage}` (no work folder:
+    no checkpoint, and the calls below do nothing).
+
+    Use: `restored = checkpoint.restored(pbegin)`; when it is None, build the stages and go on
+    with `kept = checkpoint.keep(kept, rejects, tallies)`.
+    """
+
+    def __init__(self, work: Optional[str], stage: str):
+        self.folder = None if work is None else f"{work.rstrip('/')}/{stage}"
+        self.stage = stage
+        self.done = read_done(self.folder) if self.folder else None
+
+    def restored(self, pbegin) -> Optional[tuple]:
+        """The stages' `(kept, rejects, tallies)` read back when the checkpoint is done, else None."""
+        if self.folder is None or self.done is None:
+            return None
+        return pbegin | f"Restore{_camel(self.stage)}" >> RestoreCheckpoint(self.folder)
+
+    def keep(self, kept, rejects: Sequence, tallies: Sequence):
+        """Keep the stages' outputs (`kept` and their lists of rejects and tallies PCollections);
+        returns `kept` to go on with, released once the checkpoint is done, so that a run
+        killed in a later stage always leaves it done. Without a work folder: `kept` itself."""
+        if self.folder is None:
+            return kept
+        title = _camel(self.stage)
+        outputs = (kept, rejects | f"Flatten{title}Rejects" >> beam.Flatten(),
+                   tallies | f"Flatten{title}Tallies" >> beam.Flatten())
+        done = outputs | f"Keep{title}" >> KeepCheckpoint(self.folder, self.stage)
+        # A side input is ready before any element of its consumer is processed, on every runner.
+        return kept | f"After{title}Kept" >> beam.Map(lambda element, _: element, beam.pvalue.AsSingleton(done))
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.replace("_", "-").split("-"))
