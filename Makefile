@@ -141,10 +141,11 @@ bench: $(STAMP) $(WORDNET_STAMP) flink-fetch
 	$(PY) tests/bench_flink.py
 	$(MAKE) bench-resume
 
-# `record generate` (3,000 articles) and `cosmos paragraphs` SIGKILLed at 70 % of a clean run's wall
-# time and rerun, in process and on the local Flink cluster (started and stopped by the script
-# unless one runs already): rerun / clean wall (goal <= 0.45x) and identical rows;
-# out/bench-resume.json (docs/benchmarks.md). `make bench-resume RUNNERS=local` is quicker.
+# `record generate` (10,000 articles) and `cosmos paragraphs` (15,000 blog files) SIGKILLed at 70 %
+# of a clean run's wall time and rerun, in process and on the local Flink cluster (started and
+# stopped by the script unless one runs already): rerun / clean wall (goal <= 0.45x) and identical
+# rows; out/bench-resume.json (docs/benchmarks.md). About 40 minutes on 2 cores;
+# `make bench-resume RUNNERS=local` takes about 15.
 bench-resume: $(STAMP) $(WORDNET_STAMP) flink-fetch
 	$(PY) tests/bench_resume.py --runners $(RUNNERS)
 

@@ -2,9 +2,10 @@
 wall time, then rerun, in process and on the local Flink cluster.
 
 For `record generate` on `--articles` articles (10,000) and `cosmos paragraphs` on `--blogs` blog
-files (3,000; the corpus of tests/scale_corpus.py, made from the repository's own samples): a
-size where a run's fixed costs (start-up, model loading, on Flink job submission and worker
-boot), which every rerun pays again, are a small share of it, as they are for a real dump. Per runner
+files (15,000, about three quarters of the Blog Authorship Corpus; the corpus of
+tests/scale_corpus.py, made from the repository's own samples): sizes where a run's fixed costs
+(start-up, model loading; on Flink job submission, worker boot and each stage's start), which every
+rerun pays again, are a small share of it, as they are for a real dump. Per runner
 (`local` = `--direct_running_mode=multi_processing --direct_num_workers=2`, `flink` = the cluster
 of services/flink):
 
@@ -18,7 +19,7 @@ Reported: W, R, R/W (goal <= 0.45), and whether the rerun's tables (every row) a
 stages equal the clean run's (goal: identical). A markdown table goes to stdout, the figures to
 `--json` (out/bench-resume.json).
 
-    .venv/bin/python tests/bench_resume.py [--runners local,flink] [--articles 10000] [--blogs 3000]
+    .venv/bin/python tests/bench_resume.py [--runners local,flink] [--articles 10000] [--blogs 15000]
         [--kill-at 0.7] [--workdir DIR] [--keep] [--check]
 """
 from __future__ import annotations
@@ -127,7 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runners", default="local,flink", help="local,flink")
     parser.add_argument("--articles", type=int, default=10000, help="articles of the ReCoRD corpus (10000)")
-    parser.add_argument("--blogs", type=int, default=3000, help="blog files of the Cosmos QA corpus (3000)")
+    parser.add_argument("--blogs", type=int, default=15000, help="blog files of the Cosmos QA corpus (15000)")
     parser.add_argument("--kill-at", type=float, default=0.7, help="share of the clean wall time (0.7)")
     parser.add_argument("--commands", default=",".join(COMMANDS), help="which commands (both)")
     parser.add_argument("--json", type=Path, default=ROOT / "out" / "bench-resume.json", help="results file")
