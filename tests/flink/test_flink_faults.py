@@ -201,7 +201,13 @@ def test_a_killed_driver_is_resumed_by_its_rerun_with_the_rows_of_a_clean_run(tm
     code = main([*GENERATE, *small_pieces, "--output", str(output), *FLINK])
     err = capsys.readouterr().err
     assert code == 0, err
-    assert re.search(r"^csdata: resuming an interrupted run: [\d,]+ model results", err, re.M), err
+    # The curated splits are kept before any model result: the clean run's passage splits and
+    # the rejects of the stages up to the split.
+    stages = json.loads((tmp_path / "local" / "summary.json").read_text())["stages"]
+    splits = stages["passage_split"]["kept"]
+    rejected = sum(sum(stages[s]["rejected"].values()) for s in ("read", "dedup_exact", "dedup_near", "passage_split"))
+    assert re.search(rf"^csdata: resuming an interrupted run: the curated stages' output \({splits:,} records, "
+                     rf"{rejected:,} rejects\) and [\d,]+ model results", err, re.M), err
     state = rest_get(MASTER, f"/jobs/{job_id}")["state"]
     assert state in ("CANCELED", "FINISHED"), state
     if state == "CANCELED":

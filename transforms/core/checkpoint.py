@@ -76,9 +76,10 @@ def write_part(folder: str, elements: Sequence[Any]) -> str:
 
 def commit_part(path: str) -> tuple[str, int]:
     """Write the `.ok` record of a part; `(output, elements)` for `done.json`'s counts."""
-    write_bytes(path + COMMITTED, b"")
-    output = path.rstrip("/").rsplit("/", 2)[-2]
-    return output, int(path.rsplit("-", 1)[-1][:-len(PART_SUFFIX)])
+    count = int(path.rsplit("-", 1)[-1][:-len(PART_SUFFIX)])
+    # Not empty: an object store's multipart upload of nothing is refused (S3's NoSuchUpload).
+    write_bytes(path + COMMITTED, f"{count}\n".encode("ascii"))
+    return path.rstrip("/").rsplit("/", 2)[-2], count
 
 
 def read_part(committed: str) -> Iterator[Any]:
