@@ -218,7 +218,7 @@ def _check_aliases(root: yaml.Node) -> None:
             sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
             if sizes[key] - len(sizes) > limit:
                 raise RefusedYaml(f"its aliases expand it by more than {limit} values (the value at "
-                               f"{_where(node.start_mark)})")
+                                  f"{_where(node.start_mark)})")
             continue
         if key in sizes:
             continue

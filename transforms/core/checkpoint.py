@@ -32,7 +32,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
-from transforms.core.memo import write_bytes
+from transforms.core.memo import matched_pieces, write_bytes
 from transforms.core.spread import Spread
 
 DONE = "done.json"
@@ -98,10 +98,8 @@ def read_part(committed: str) -> Iterator[Any]:
 
 
 def committed_parts(pattern: str) -> Iterator[str]:
-    for result in FileSystems.match([pattern]):
-        for metadata in result.metadata_list:
-            if metadata.path.endswith(PART_SUFFIX + COMMITTED):
-                yield metadata.path
+    """The commit records matching `pattern`."""
+    return matched_pieces(pattern, PART_SUFFIX + COMMITTED)
 
 
 class WritePartsFn(beam.DoFn):

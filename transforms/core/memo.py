@@ -137,11 +137,12 @@ def read_piece(path: str) -> Iterator[tuple[str, tuple[int, Any]]]:
         yield key, (STORED_SIDE, result)
 
 
-def matched_pieces(pattern: str) -> Iterator[str]:
-    """The piece files matching `pattern` (none when its folder does not exist yet)."""
+def matched_pieces(pattern: str, suffix: str = SUFFIX) -> Iterator[str]:
+    """The files matching `pattern` whose names end with `suffix` (default: pieces); none when
+    their folder does not exist yet."""
     for result in FileSystems.match([pattern]):
         for metadata in result.metadata_list:
-            if metadata.path.endswith(SUFFIX):
+            if metadata.path.endswith(suffix):
                 yield metadata.path
 
 
