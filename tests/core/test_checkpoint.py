@@ -67,6 +67,19 @@ def test_a_checkpoint_without_done_json_is_not_restored(tmp_path):
         assert Checkpoint(str(tmp_path), "curated").restored(pipeline) is None
 
 
+def test_a_rerun_after_a_kill_before_done_json_keeps_only_its_own_parts(tmp_path):
+    keep(tmp_path)
+    (tmp_path / "curated" / "done.json").unlink()      # killed after committing its parts
+    with beam_test_pipeline() as pipeline:             # the rerun keeps its own outputs
+        Checkpoint(str(tmp_path), "curated").keep(
+            pipeline | "Kept" >> beam.Create(KEPT[:10]), [pipeline | "Rejects" >> beam.Create(REJECTS)],
+            [pipeline | "Tallies" >> beam.Create(TALLIES)])
+    assert read_done(str(tmp_path / "curated"))["elements"]["kept"] == 10
+    with beam_test_pipeline() as pipeline:
+        kept, _, _ = Checkpoint(str(tmp_path), "curated").restored(pipeline)
+        assert_that(kept, equal_to(KEPT[:10]))          # not the killed run's 2,500 as well
+
+
 def test_without_a_work_folder_nothing_is_kept(tmp_path):
     checkpoint = Checkpoint(None, "curated")
     with beam_test_pipeline() as pipeline:

@@ -56,3 +56,19 @@ def test_a_checkpoint_on_s3_is_kept_and_read_back_by_a_pipeline(s3, prefix):
     assert_that(rejects, equal_to(["r"]), label="Rejects")
     assert_that(tallies, equal_to([]), label="Tallies")
     pipeline.run().wait_until_finish()
+
+
+def test_an_unfinished_checkpoint_on_s3_is_cleared_before_it_is_kept_again(s3, prefix):
+    options = PipelineOptions(S3_ARGS)
+    FileSystems.set_options(options)
+    work = f"s3://{BUCKET}/{prefix}/work"
+    runner = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
+    for kept in (["a", "b", "c"], ["d"]):
+        if kept == ["d"]:    # the first run was killed before its done.json
+            FileSystems.delete([f"{work}/curated/done.json"])
+        pipeline = test_pipeline.TestPipeline(runner=runner, options=options)
+        empty = pipeline | "Empty" >> beam.Create([])
+        Checkpoint(work, "curated").keep(pipeline | "Kept" >> beam.Create(kept), [empty], [empty])
+        pipeline.run().wait_until_finish()
+    names = sorted(k.split("/work/curated/", 1)[1] for k in keys(s3, f"{prefix}/"))
+    assert [n.rsplit("-", 1)[-1] for n in names if n.startswith("kept/")] == ["1.part", "1.part.ok"]

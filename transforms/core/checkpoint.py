@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 import uuid
 from typing import Any, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.localfilesystem import LocalFileSystem
 from apache_beam.transforms.window import GlobalWindows
 
 from transforms.core.memo import matched_pieces, write_bytes
@@ -65,6 +67,16 @@ def done_checkpoints(work: str) -> list[dict]:
             if done is not None:
                 found.append(done)
     return sorted(found, key=lambda done: done["stage"])
+
+
+def clear_folder(folder: str) -> None:
+    """Remove `folder` and what it holds (nothing when it is not there)."""
+    if isinstance(FileSystems.get_filesystem(folder), LocalFileSystem):
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    stale = list(matched_pieces(f"{folder}/*", "")) + list(matched_pieces(f"{folder}/*/*", ""))
+    if stale:
+        FileSystems.delete(sorted(set(stale)))
 
 
 def write_part(folder: str, elements: Sequence[Any]) -> str:
@@ -202,9 +214,13 @@ class Checkpoint:
     def keep(self, kept, rejects: Sequence, tallies: Sequence):
         """Keep the stages' outputs (`kept` and their lists of rejects and tallies PCollections);
         returns `kept` to go on with, released once the checkpoint is done, so that a run
-        killed in a later stage always leaves it done. Without a work folder: `kept` itself."""
+        killed in a later stage always leaves it done. Without a work folder: `kept` itself.
+
+        What a run killed before `done.json` left here is removed first: its committed parts
+        must never be read with this run's (the output's lease keeps any other run away)."""
         if self.folder is None:
             return kept
+        clear_folder(self.folder)
         title = _camel(self.stage)
         outputs = (kept, rejects | f"Flatten{title}Rejects" >> beam.Flatten(),
                    tallies | f"Flatten{title}Tallies" >> beam.Flatten())
