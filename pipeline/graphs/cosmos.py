@@ -71,7 +71,7 @@ class GenerateCosmosParagraphs(beam.PTransform):
             stories = stories | "ProgressRestored" >> progress.step("restored", "stories")
         paragraphs, rejects, tallies = stories | "Paragraphs" >> Paragraphs(
             spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed,
-            resume_work(self._work, spec.output.resume_every))
+            resume_work(self._work, spec.output.resume_every), spec.input)
         # Stories are counted as their coherence batch is scored (its `((coherence, "in"), n)`
         # tally, sent per batch by `accounting.route`); the segment stage's own tallies come once
         # per bundle (a whole stage in the local runner) and count sentences.

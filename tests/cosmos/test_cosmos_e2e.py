@@ -12,6 +12,7 @@ from pipeline.cli import cosmos
 from pipeline.cli.main import main
 from pipeline.graphs import cosmos as cosmos_beam
 from tests.conftest import beam_test_pipeline
+from tests.cosmos.test_cosmos_sample import stories_from_file
 from transforms.core.io import read_summary, read_table
 from transforms.core.models import ModelUnavailable
 from transforms.cosmos.paragraphs import Paragraphs, load_sentencizer
@@ -76,7 +77,7 @@ def test_paragraphs_transform_with_overlap_scorer():
                "Then the red kite landed on the red barn roof. ")
     topic_b = ("My phone battery died at lunch. My phone needed a charger at lunch. "
                "Lunch ended before my phone woke up.")
-    stories = [Story("s1", "b1", topic_a + topic_b, "t"), Story("s2", "b1", "Too short here.", "t")]
+    stories = stories_from_file([Story("s1", "b1", topic_a + topic_b, "t"), Story("s2", "b1", "Too short here.", "t")])
     with beam_test_pipeline() as p:
         paragraphs, rejects, tallies = p | beam.Create(stories) | Paragraphs(
             spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed)

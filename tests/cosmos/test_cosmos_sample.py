@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import tempfile
 from pathlib import Path
 
 import apache_beam as beam
@@ -20,13 +21,11 @@ from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import build_summary
 from transforms.cosmos import scorers
 from transforms.cosmos.paragraphs import Paragraphs, sample_paragraphs
-from transforms.cosmos.read import ReadStories, Story
+from transforms.cosmos.read import ReadStories, Story, read_stories_again
 from transforms.cosmos.segment import Paragraph
 from transforms.cosmos.story_sample import (
-    DROP,
     NOT_SAMPLED,
     STORY_SAMPLE_STAGE,
-    TAKE,
     BlogQueue,
     Decision,
     Entry,
@@ -67,39 +66,38 @@ def test_hash_order_of_the_test_stories():
 
 def entry_of(story_id: str) -> Entry:
     """An entry whose rank is sha1(1909:story:id), written out here; key "k:" + id."""
-    return Entry(sha1_unit(SEED, "story", story_id), story_id, "", f"k:{story_id}")
+    return Entry(sha1_unit(SEED, "story", story_id), story_id, "", f"k:{story_id}", "blogs.xml")
 
 
 def test_first_candidates_are_the_first_ranked_stories_and_the_rest_waits():
     a, b, c = entry_of("b1/post-a"), entry_of("b1/post-b"), entry_of("b1/post-c")
-    queued = lambda *ids: tuple((i, f"k:{i}") for i in ids)  # noqa: E731
+    queued = lambda *ids: tuple((i, f"k:{i}", "blogs.xml") for i in ids)  # noqa: E731
+    take = lambda i: Decision("blogs.xml", i, f"k:{i}")  # noqa: E731
     assert list(first_candidates(("b1", [a, b, c]), 1)) == [
-        Decision("k:b1/post-c", TAKE), BlogQueue("b1", 1, queued("b1/post-b", "b1/post-a"))]
+        take("b1/post-c"), BlogQueue("b1", 1, queued("b1/post-b", "b1/post-a"))]
     assert list(first_candidates(("b1", [a, b, c]), 2)) == [
-        Decision("k:b1/post-c", TAKE), Decision("k:b1/post-b", TAKE), BlogQueue("b1", 2, queued("b1/post-a"))]
+        take("b1/post-c"), take("b1/post-b"), BlogQueue("b1", 2, queued("b1/post-a"))]
     assert list(first_candidates(("b1", [a, b, c]), 3)) == [
-        Decision("k:b1/post-c", TAKE), Decision("k:b1/post-b", TAKE), Decision("k:b1/post-a", TAKE)]
-    assert list(first_candidates(("b1", [a]), 1)) == [Decision("k:b1/post-a", TAKE)]
+        take("b1/post-c"), take("b1/post-b"), take("b1/post-a")]
+    assert list(first_candidates(("b1", [a]), 1)) == [take("b1/post-a")]
 
 
 def test_next_candidates():
-    queue = BlogQueue("b1", 2, (("b1/post-b", "kb"), ("b1/post-a", "ka"), ("b1/post-d", "kd")))
+    b, a, d = ("b1/post-b", "kb", "f1"), ("b1/post-a", "ka", "f2"), ("b1/post-d", "kd", "f1")
+    queue = BlogQueue("b1", 2, (b, a, d))
+    take = lambda entry: Decision(entry[2], entry[0], entry[1])  # noqa: E731
     # Nothing found: as many stories as paragraphs are missing, the rest waits.
-    assert list(next_candidates(queue, 0, final=False)) == [
-        Decision("kb", TAKE), Decision("ka", TAKE), BlogQueue("b1", 2, (("b1/post-d", "kd"),))]
-    assert list(next_candidates(queue, 1, final=False)) == [
-        Decision("kb", TAKE), BlogQueue("b1", 1, (("b1/post-a", "ka"), ("b1/post-d", "kd")))]
+    assert list(next_candidates(queue, 0, final=False)) == [take(b), take(a), BlogQueue("b1", 2, (d,))]
+    assert list(next_candidates(queue, 1, final=False)) == [take(b), BlogQueue("b1", 1, (a, d))]
     # The last round takes every story left.
-    assert list(next_candidates(queue, 1, final=True)) == [
-        Decision("kb", TAKE), Decision("ka", TAKE), Decision("kd", TAKE)]
-    # Enough paragraphs: the queue is not sampled, and each story's text is let go (DROP).
+    assert list(next_candidates(queue, 1, final=True)) == [take(b), take(a), take(d)]
+    # Enough paragraphs: the queue is not sampled (rejects only: no text waits to be let go).
     outcomes = list(next_candidates(queue, 2, final=False))
     rejects = [o for o in outcomes if not isinstance(o, Decision)]
     assert [(r.stage, r.reason, r.record_id) for r in rejects] == [
         (STORY_SAMPLE_STAGE, NOT_SAMPLED, "b1/post-b"), (STORY_SAMPLE_STAGE, NOT_SAMPLED, "b1/post-a"),
         (STORY_SAMPLE_STAGE, NOT_SAMPLED, "b1/post-d")]
-    assert [o for o in outcomes if isinstance(o, Decision)] == [
-        Decision("kb", DROP), Decision("ka", DROP), Decision("kd", DROP)]
+    assert [o for o in outcomes if isinstance(o, Decision)] == []
     assert all(r.detail.startswith("blog b1:") for r in rejects)
     assert list(after_round(("b1", {"queue": [queue], "found": [1, 1, 1]}), final=False)) == outcomes
     assert list(after_round(("b9", {"queue": [], "found": [1]}), final=False)) == []
@@ -149,6 +147,16 @@ STORIES = [
 ]
 
 
+def stories_from_file(stories: list[Story]) -> list[Story]:
+    """The stories written to a JSONL input file and read back as `ReadStories` reads them (the
+    sampling rounds read a round's chosen stories again from their file)."""
+    folder = Path(tempfile.mkdtemp(prefix="csdata-sample-"))
+    path = folder / "stories.jsonl"
+    path.write_text("".join(json.dumps({"id": s.id, "blog_id": s.blog_id, "text": s.text}) + "\n"
+                            for s in stories), encoding="utf-8")
+    return list(read_stories_again(str(path), {s.id for s in stories}, load_spec("cosmos").input))
+
+
 def check_sample(overrides: list[str], ids: list[str], rejects: list[tuple], stages: dict[str, tuple]) -> None:
     """Paragraphs over STORIES with the overlap scorer: the kept paragraph ids, the rejects
     `(stage, reason, id)` and, for the `stages` named, `(in, kept, rejected by reason)`; every
@@ -164,8 +172,9 @@ def check_sample(overrides: list[str], ids: list[str], rejects: list[tuple], sta
         return {n: (entries[n]["in"], entries[n]["kept"], entries[n]["rejected"], entries[n]["balanced"])
                 for n in names}
 
+    stories = stories_from_file(STORIES)
     with beam_test_pipeline() as p:
-        kept, stage_rejects, tallies = p | beam.Create(STORIES) | Paragraphs(
+        kept, stage_rejects, tallies = p | beam.Create(stories) | Paragraphs(
             spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed)
         assert_that(kept | "Ids" >> beam.Map(lambda q: q.paragraph_id), equal_to(ids), label="Kept")
         assert_that(stage_rejects | "AllRejects" >> beam.Flatten()

@@ -16,7 +16,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from data_specs import CosmosSpec, load_dataset_spec
 from pipeline.graphs.cosmos import run_paragraphs
 from tests.conftest import beam_test_pipeline, parquet_rows
-from tests.cosmos.test_cosmos_sample import STORIES
+from tests.cosmos.test_cosmos_sample import STORIES, stories_from_file
 from transforms.core.memo import count_stored, write_piece
 from transforms.cosmos import scorers
 from transforms.cosmos.paragraphs import Paragraphs
@@ -104,9 +104,10 @@ def test_rounds_share_the_step_folders_and_a_full_folder_loads_no_scorer(tmp_pat
 
     monkeypatch.setattr(scorers.OverlapCoherence, "__init__", counting)
     work = tmp_path / "work"
+    stories = stories_from_file(STORIES)
     for attempt in ("first", "rerun"):
         with beam_test_pipeline() as p:
-            kept, _, _ = p | beam.Create(STORIES) | Paragraphs(
+            kept, _, _ = p | beam.Create(stories) | Paragraphs(
                 spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed, work=str(work))
             assert_that(kept | beam.Map(lambda q: q.paragraph_id),
                         equal_to(["b1/post-b#p000", "b2/only#p000"]), label=f"Kept{attempt}")
@@ -118,8 +119,10 @@ def test_rounds_share_the_step_folders_and_a_full_folder_loads_no_scorer(tmp_pat
 
 
 def test_a_rerun_reads_the_kept_stories_not_the_inputs(tmp_path):
-    """Stories read once are kept (`stories/done.json`): a rerun never reads the inputs again,
-    so inputs emptied after the first run still give the first run's rows."""
+    """Stories read once are kept (`stories/done.json`): a rerun restores the read stage from
+    them, not from the inputs. The sampling rounds read their chosen stories again from the
+    input files, so inputs emptied under the run leave `story_sample` unbalanced (its chosen
+    stories are not found) instead of giving other rows unseen."""
     inputs = tmp_path / "inputs"
     shutil.copytree(DATA / "blogs", inputs / "blogs")
     shutil.copy(DATA / "stories.jsonl", inputs / "stories.jsonl")
@@ -128,12 +131,16 @@ def test_a_rerun_reads_the_kept_stories_not_the_inputs(tmp_path):
     first = run_paragraphs(spec, copies, str(tmp_path / "first"), work=str(work))
     done = json.loads((work / "stories" / "done.json").read_text())
     assert done["elements"]["kept"] == first["stages"]["read"]["kept"] > SEGMENTED
+    rerun = run_paragraphs(spec, copies, str(tmp_path / "out"), work=str(work))
+    assert parquet_rows(tmp_path / "out") == parquet_rows(tmp_path / "first")
+    assert rerun == first
     for path in (inputs / "blogs").iterdir():
         path.write_text("")
     (inputs / "stories.jsonl").write_text("")
-    summary = run_paragraphs(spec, copies, str(tmp_path / "out"), work=str(work))
-    assert parquet_rows(tmp_path / "out") == parquet_rows(tmp_path / "first")
-    assert summary == first
+    summary = run_paragraphs(spec, copies, str(tmp_path / "emptied"), work=str(work))
+    assert summary["stages"]["read"] == first["stages"]["read"]
+    sampled = summary["stages"]["story_sample"]
+    assert sampled["kept"] == 0 and not sampled["balanced"]
     # Without the kept stories the emptied inputs give no story at all.
     shutil.rmtree(work / "stories")
     assert run_paragraphs(spec, copies, str(tmp_path / "again"), work=str(work))["stages"]["read"]["kept"] == 0

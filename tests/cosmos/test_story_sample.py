@@ -1,33 +1,40 @@
-"""The `story_sample` rounds carry ids, not texts, and count `kept` where a decision meets its text.
+"""The `story_sample` rounds carry ids, not texts: a round's chosen stories are read again from
+their files, and `kept` is counted where a decision meets its text again.
 
 Expected values are worked out by hand from the rule in `transforms.cosmos.story_sample`.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
+from data_specs import load_spec
 from tests.conftest import beam_test_pipeline
+from tests.groupings import assert_no_grouping_carries
 from transforms.core.stages import Ledger
-from transforms.cosmos.read import Story
+from transforms.cosmos.read import Story, read_stories_again
 from transforms.cosmos.segment import Paragraph
-from transforms.cosmos.story_sample import (
-    DECISION,
-    DROP,
-    STORY,
-    TAKE,
-    JoinStories,
-    entry,
-    pair_stories,
-    sample_stories,
-    story_key,
-)
+from transforms.cosmos.story_sample import ReadChosen, chosen_stories, entry, sample_stories, story_key
 
 LONG = "word " * 5000
+INPUT = load_spec("cosmos").input
 
 
 def story(story_id: str, blog: str = "b1", text: str = "some text", origin: str = "test") -> Story:
     return Story(story_id, blog, text, origin)
+
+
+def stories_in_file(path: Path, rows: list[tuple[str, str, str]]) -> list[Story]:
+    """Write `(id, blog, text)` rows as a JSONL input file; its stories as the reader reads them."""
+    path.write_text("".join(json.dumps({"id": i, "blog_id": b, "text": t}) + "\n" for i, b, t in rows))
+    return list(read_stories_again(str(path), {i for i, _, _ in rows}, INPUT))
+
+
+def read_again(source: str, ids):
+    return read_stories_again(source, ids, INPUT)
 
 
 def test_an_entry_holds_no_text_whatever_the_story_length():
@@ -43,27 +50,24 @@ def test_the_story_key_tells_records_apart_by_every_field():
                 story_key(story("b1/1", origin="elsewhere")), story_key(story("b1/1", blog="b2"))}) == 4
 
 
-def test_pairing_a_key_group():
-    a = story("b1/1")
-    assert pair_stories([(DECISION, TAKE), (STORY, a)]) == ([a], [])
-    assert pair_stories([(STORY, a)]) == ([], [a])                 # not decided yet: waits
-    assert pair_stories([(STORY, a), (DECISION, DROP)]) == ([], [])  # rejected where decided
-    # Two identical records under one key, one taken and one still waiting.
-    assert pair_stories([(STORY, a), (STORY, a), (DECISION, TAKE)]) == ([a], [a])
-    # A decision whose story never came takes nothing.
-    assert pair_stories([(DECISION, TAKE)]) == ([], [])
+def test_a_file_read_again_gives_the_chosen_stories_only_and_a_key_chosen_twice_twice(tmp_path):
+    a, b, c = stories_in_file(tmp_path / "blogs.jsonl", [("b1/a", "b1", "text a"), ("b1/b", "b1", "text b"),
+                                                         ("b2/c", "b2", "text c")])
+    assert (a.origin, a.source) == (f"{tmp_path / 'blogs.jsonl'}:1", str(tmp_path / "blogs.jsonl"))
+    got = list(chosen_stories(a.source, [("b1/a", story_key(a)), ("b2/c", story_key(c)), ("b2/c", story_key(c))],
+                              read_again))
+    assert got == [a, c, c]
+    # A key that no story of the file has (the file changed under the run) gives nothing.
+    assert list(chosen_stories(a.source, [("b1/b", story_key(story("b1/b", text="edited")))], read_again)) == []
 
 
-def test_a_decision_without_its_story_is_not_counted_as_kept():
-    a, b = story("b1/a"), story("b1/b")
+def test_a_decision_whose_story_is_not_in_its_file_is_not_counted_as_kept(tmp_path):
+    a, b = stories_in_file(tmp_path / "blogs.jsonl", [("b1/a", "b1", "text a"), ("b1/b", "b1", "text b")])
     with beam_test_pipeline() as p:
-        decisions = p | "Decisions" >> beam.Create([
-            (story_key(a), (DECISION, TAKE)), ("no-such-story", (DECISION, TAKE))])
-        pending = p | "Pending" >> beam.Create([(story_key(a), (STORY, a)), (story_key(b), (STORY, b))])
-        taken, waiting, tallies = (decisions, pending) | JoinStories()
+        decisions = p | "Decisions" >> beam.Create([(a.source, ("b1/a", story_key(a))),
+                                                    (a.source, ("b1/b", "no-such-key"))])
+        taken, tallies = decisions | ReadChosen(read_again)
         assert_that(taken | "TakenIds" >> beam.Map(lambda s: s.id), equal_to(["b1/a"]), label="Taken")
-        assert_that(waiting | "WaitingIds" >> beam.Map(lambda kv: kv[1][1].id), equal_to(["b1/b"]),
-                    label="Waiting")
         assert_that(tallies, equal_to([(("story_sample", "kept"), 1)]), label="Tallies")
 
 
@@ -74,15 +78,16 @@ def one_paragraph_per_story_ending_in_1(candidates, number: int):
         if s.id.endswith("1") else [])
 
 
-def test_every_story_is_kept_or_not_sampled_over_many_blogs_and_duplicates():
+def test_every_story_is_kept_or_not_sampled_over_many_blogs_and_duplicates(tmp_path):
     # 300 blogs of 1..9 stories; blog 0 holds a record twice. Each story is taken in some
     # round or rejected as not_sampled: in = kept + rejected = 1 + sum of the blog sizes.
-    stories = [story(f"b{b}/{i}", f"b{b}", f"text {b} {i}") for b in range(300) for i in range(1 + b % 9)]
+    stories = stories_in_file(tmp_path / "blogs.jsonl", [(f"b{b}/{i}", f"b{b}", f"text {b} {i}")
+                                                         for b in range(300) for i in range(1 + b % 9)])
     stories.append(stories[0])
     ledger = Ledger()
     with beam_test_pipeline() as p:
         found = sample_stories(p | beam.Create(stories), seed=3, per_blog=1, rounds=2,
-                               segment=one_paragraph_per_story_ending_in_1, ledger=ledger)
+                               segment=one_paragraph_per_story_ending_in_1, ledger=ledger, read=read_again)
         totals = (ledger.tallies | "AllTallies" >> beam.Flatten() | "Sum" >> beam.CombinePerKey(sum)
                   | "Totals" >> beam.combiners.ToDict()
                   | "Balance" >> beam.Map(lambda t: (t[("story_sample", "in")],
@@ -96,3 +101,17 @@ def test_every_story_is_kept_or_not_sampled_over_many_blogs_and_duplicates():
                  | "PerBlog" >> beam.combiners.Count.PerElement() | "Counts" >> beam.Values()
                  | "Distinct" >> beam.Distinct())
         assert_that(blogs, equal_to([1]), label="OneEach")
+
+
+def test_no_grouping_of_the_rounds_carries_a_story_text(tmp_path):
+    # Each text holds a marker; every value that enters a grouping of the rounds is checked.
+    marker = "MARKERTEXT"
+    stories = stories_in_file(tmp_path / "blogs.jsonl", [(f"b{b}/{i}", f"b{b}", f"{marker} {b} {i} " * 20)
+                                                         for b in range(20) for i in range(4)])
+    p = beam_test_pipeline()
+    found = sample_stories(p | beam.Create(stories), seed=3, per_blog=1, rounds=2,
+                           segment=one_paragraph_per_story_ending_in_1, ledger=Ledger(), read=read_again)
+    found | "AllFound" >> beam.Flatten()
+    checked = assert_no_grouping_carries(p, marker)
+    p.run().wait_until_finish()
+    assert checked >= 5    # entries by blog, decisions by file (3 rounds), queues and counts (2 rounds)

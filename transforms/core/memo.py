@@ -171,7 +171,8 @@ class AttachStored(beam.PTransform):
     keyed by `key_of(element)`.
 
     The pieces are matched and read inside the graph and dealt out over the workers; the join
-    is one `GroupByKey` over both sides.
+    is one `GroupByKey` over both sides. When the folder holds no piece as the graph is built (a
+    clean run), there is no join: every element is paired with None.
     """
 
     def __init__(self, memo: Memo, key_of: Callable[[Any], str]):
@@ -181,6 +182,10 @@ class AttachStored(beam.PTransform):
 
     def expand(self, elements):
         key_of, pattern = self._key_of, f"{self._memo.folder.rstrip('/')}/*{SUFFIX}"
+        if next(matched_pieces(pattern), None) is None:
+            # Nothing stored when the graph is built (a clean run): no join, and no grouping
+            # that would carry every element. Pieces this run writes serve only a rerun.
+            return elements | "NothingStored" >> beam.Map(lambda element: (element, None))
         stored = (elements.pipeline
                   | "PiecePattern" >> beam.Create([pattern])
                   | "MatchPieces" >> beam.FlatMap(matched_pieces)

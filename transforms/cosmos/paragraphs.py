@@ -32,20 +32,29 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from functools import partial
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.utils import shared
 
-from data_specs.models import CoherenceSection, ParagraphSection, SampleSection, SentencesSection
+from data_specs import load_dataset_spec
+from data_specs.models import (
+    CoherenceSection,
+    CosmosInputSection,
+    CosmosSpec,
+    ParagraphSection,
+    SampleSection,
+    SentencesSection,
+)
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
 from transforms.core.hashing import unit_hash
 from transforms.core.memo import MemoizedModel, WorkLike, step_memo
 from transforms.core.models import load_spacy
 from transforms.core.stages import Ledger, Stage, route
-from transforms.cosmos.read import TEXT_TOO_LONG, Story
+from transforms.cosmos.read import TEXT_TOO_LONG, Story, read_stories_again
 from transforms.cosmos.scorers import make_coherence_scorer
 from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
 from transforms.cosmos.segment import (
@@ -328,16 +337,19 @@ class Paragraphs(beam.PTransform):
     the module doc) are split into `sentences`, scored by `coherence` and segmented within
     `paragraph`'s bounds; `sample.per_blog` paragraphs a blog are kept in `seed`ed hash order.
     With `work` (a work folder), the sentences and coherence scores are kept there, and a rerun
-    after a kill computes only those that are not (`transforms.core.memo`).
+    after a kill computes only those that are not (`transforms.core.memo`). `read` is the input
+    section the stories were read with: `before_scoring` reads a round's chosen stories again
+    from their files with it.
     """
 
     def __init__(self, paragraph: ParagraphSection, sentences: SentencesSection,
                  coherence: CoherenceSection, sample: SampleSection, seed: int,
-                 work: WorkLike = None):
+                 work: WorkLike = None, read: Optional[CosmosInputSection] = None):
         super().__init__()
         self._paragraph, self._sentences, self._coherence = paragraph, sentences, coherence
         self._sample, self._seed = sample, seed
         self._work = work
+        self._read = read or load_dataset_spec(CosmosSpec, "cosmos").input
 
     def _segment(self, models: tuple[shared.Shared, shared.Shared]) -> SegmentStories:
         return SegmentStories(self._paragraph, self._sentences, self._coherence, models, self._work)
@@ -370,4 +382,5 @@ class Paragraphs(beam.PTransform):
         def segment(candidates, number: int):
             return _add_all(ledger, candidates | f"SegmentRound{number}" >> self._segment(models))
 
-        return sample_stories(stories, self._seed, self._sample.per_blog, self._sample.rounds, segment, ledger)
+        return sample_stories(stories, self._seed, self._sample.per_blog, self._sample.rounds, segment, ledger,
+                              partial(read_stories_again, section=self._read))

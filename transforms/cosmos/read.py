@@ -45,12 +45,15 @@ from __future__ import annotations
 import html
 import json
 import re
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import PurePosixPath
-from typing import IO, Iterator, NamedTuple, Optional, Sequence, Union
+from typing import IO, Collection, Iterator, NamedTuple, Optional, Sequence, Union
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from data_specs.models import CosmosInputSection
@@ -94,7 +97,8 @@ _SPACE_CONTROLS = re.compile("[\x0b\x0c\x1c-\x1f\x85]")
 @dataclass(frozen=True)
 class Story:
     """One story: whitespace-normalised text, its blog, where it came from, the encoding it was
-    read with and its flags (`unclosed_post`)."""
+    read with, its flags (`unclosed_post`) and the input file it was read from (`source`, so
+    that a step can read it again instead of carrying its text through a grouping)."""
 
     id: str
     blog_id: str
@@ -102,6 +106,7 @@ class Story:
     origin: str
     encoding: str = "utf-8"
     flags: tuple[str, ...] = ()
+    source: str = field(default="", compare=False)   # where it is, not what it is
 
 
 class RawRecord(NamedTuple):
@@ -114,10 +119,16 @@ class RawRecord(NamedTuple):
     payload: Union[bytes, str]
     encoding: str = ""             # of a post: its file's
     flags: tuple[str, ...] = ()
+    source: str = ""               # the input file's path
+
+
+# Set while a file is read again (`read_stories_again`): its counts were made by the first read.
+_READING_AGAIN: ContextVar[bool] = ContextVar("csdata_cosmos_reading_again", default=False)
 
 
 def _count(name: str, n: int = 1) -> None:
-    Metrics.counter(NAMESPACE, f"{STAGE}.{name}").inc(n)
+    if not _READING_AGAIN.get():
+        Metrics.counter(NAMESPACE, f"{STAGE}.{name}").inc(n)
 
 
 def decode(payload: bytes, policy: Policy = "lenient",
@@ -229,7 +240,7 @@ def split_blog_file(path: str, payload: bytes, policy: Policy = "lenient",
                 yield Reject(STAGE, checked.reason, ident, f"{checked.detail}; {origin}")
                 continue
             content = checked.text
-        yield RawRecord("post", origin, ident, content, encoding, flags)
+        yield RawRecord("post", origin, ident, content, encoding, flags, path)
 
 
 def is_line_file(path: str) -> bool:
@@ -249,10 +260,10 @@ def iter_raw_records(path: str, handle: IO[bytes], policy: Policy = "lenient",
     elif lowered.endswith(JSONL_SUFFIXES):
         for number, line in enumerate(handle, start=first_line):
             if line.strip():
-                yield RawRecord("json", f"{path}:{number}", "", line)
+                yield RawRecord("json", f"{path}:{number}", "", line, source=path)
     elif lowered.endswith(TEXT_SUFFIXES) or "." not in PurePosixPath(path).name:
         stem = PurePosixPath(path).name.rsplit(".", 1)[0]
-        yield RawRecord("text", path, stem, handle.read())
+        yield RawRecord("text", path, stem, handle.read(), source=path)
     else:
         yield Reject(STAGE, UNSUPPORTED_FILE, path, f"expected one of {SUPPORTED_SUFFIXES}")
 
@@ -311,7 +322,7 @@ def parse_raw_record(record: Union[RawRecord, Reject, tuple], drop_tokens: Seque
     if isinstance(record, Reject):
         yield record
         return
-    kind, origin, ident, payload, record_encoding, flags = RawRecord(*record)
+    kind, origin, ident, payload, record_encoding, flags, source = RawRecord(*record)
     if kind == "json":
         assert isinstance(payload, bytes)
         try:
@@ -321,11 +332,12 @@ def parse_raw_record(record: Union[RawRecord, Reject, tuple], drop_tokens: Seque
             return
         if record_encoding != "utf-8":
             _count(f"encoding.{record_encoding}")
-        story = Story(story_id, blog_id, clean_text(text, drop_tokens, unescape), origin, record_encoding)
+        story = Story(story_id, blog_id, clean_text(text, drop_tokens, unescape), origin, record_encoding,
+                      source=source)
     elif kind == "post":
         assert isinstance(payload, str)
         story = Story(ident, ident.split("/")[0], clean_text(payload, drop_tokens, unescape), origin,
-                      record_encoding, tuple(flags))
+                      record_encoding, tuple(flags), source)
         for flag in flags:
             _count(f"flagged.{flag}")
     else:
@@ -336,12 +348,37 @@ def parse_raw_record(record: Union[RawRecord, Reject, tuple], drop_tokens: Seque
             return
         if decoded.encoding != "utf-8":
             _count(f"encoding.{decoded.encoding}")
-        story = Story(ident, ident, clean_text(decoded.text, drop_tokens, False), origin, decoded.encoding)
+        story = Story(ident, ident, clean_text(decoded.text, drop_tokens, False), origin, decoded.encoding,
+                      source=source)
     if len(story.text) > max_chars:
         yield Reject(STAGE, TEXT_TOO_LONG, story.id,
                      f"{len(story.text)} characters > input.max_chars {max_chars}; {origin}")
         return
     yield story
+
+
+def read_stories_again(source: str, ids: Collection[str], section: CosmosInputSection) -> Iterator[Story]:
+    """The stories with these ids of one input file, read again as `ReadStories` read them
+    (same spec section), without counting the reading twice: for a step that needs a few texts
+    back instead of carrying every text through a grouping. Posts and text files whose ids are
+    not asked for are not parsed."""
+    drop, unescape = tuple(section.drop_tokens), section.unescape_html
+    policy, controls, max_chars = section.encoding, section.control_chars, section.max_chars
+    with FileSystems.open(source, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        records = iter_raw_records(source, handle, policy, controls)
+        while True:
+            token = _READING_AGAIN.set(True)
+            try:
+                record = next(records, None)
+                if record is None:
+                    return
+                if isinstance(record, Reject) or (record.ident and record.ident not in ids):
+                    continue
+                stories = [s for s in parse_raw_record(record, drop, unescape, policy, controls, max_chars)
+                           if isinstance(s, Story) and s.id in ids]
+            finally:
+                _READING_AGAIN.reset(token)
+            yield from stories
 
 
 class ReadStories(beam.PTransform):
@@ -352,7 +389,8 @@ class ReadStories(beam.PTransform):
     pattern `DIR/**`), every visible file of it: a text directory holds one story a file,
     whatever the file names; dot files are skipped. A JSONL file over 64 MiB is read in byte
     ranges by several workers, its lines numbered as if read whole. With `progress`, the run's
-    line counts the files matched and read.
+    line counts the files matched and read. The records are parsed where they were read (no
+    rebalance: a blog corpus is many files, and that grouping would carry every post's text).
     """
 
     def __init__(self, patterns: Sequence[str], input: CosmosInputSection,  # noqa: A002 (the spec's name)
@@ -368,6 +406,7 @@ class ReadStories(beam.PTransform):
         policy, controls, max_chars = section.encoding, section.control_chars, section.max_chars
         raw = pbegin | "ReadFiles" >> ReadRawRecords(
             self._patterns, partial(iter_raw_records, policy=policy, controls=controls),
-            folder_files=FolderFiles(suffixes=None), line_files=is_line_file, progress=self._progress)
+            folder_files=FolderFiles(suffixes=None), line_files=is_line_file, progress=self._progress,
+            rebalance=False)
         return raw | "Parse" >> Stage(STAGE, lambda r: parse_raw_record(
             r, drop, unescape, policy, controls, max_chars))

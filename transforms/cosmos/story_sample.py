@@ -6,19 +6,22 @@ many next stories as paragraphs are missing to the next round, and after `sample
 all its remaining stories go through one last pass; the stories never segmented are
 `not_sampled` rejects of the `story_sample` stage.
 
-**Nothing here grows with a blog's text.** The rule only needs a story's rank and identity, so
-the per-blog steps see `Entry`s (rank, id, key: about 100 bytes a story) and a waiting blog is
-a `BlogQueue` of ids. The texts stay keyed by `story_key` and are joined back to the decisions
-of each round (`JoinStories`), in groups of one story and its decision. A story's `kept` is
-counted there, where the decision meets its text, so a decision whose story never arrived (or a
-story never decided) leaves the stage unbalanced instead of passing unseen.
+**No grouping carries a story's text.** The rule only needs a story's rank and identity, so the
+per-blog steps see `Entry`s (rank, id, key and the input file it came from: about 200 bytes a
+story) and a waiting blog is a `BlogQueue` of those. A round's chosen stories are not joined
+with their texts: the decisions are grouped by input file (`ReadChosen`), and each file with a
+chosen story is read again by the worker it is dealt to, which emits the chosen stories (those
+whose `story_key` was decided). A story's `kept` is counted there, where the decision meets its
+text again, so a decision whose story is not found (an input changed under the run) leaves the
+stage unbalanced instead of passing unseen. The texts are read once more per round, from the
+files with a chosen story; nothing that grows with the corpus's text waits in a grouping.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Union
+from typing import Any, Callable, Collection, Iterable, Iterator, NamedTuple, Union
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -32,8 +35,6 @@ STORY_SAMPLE_STAGE = "story_sample"
 NOT_SAMPLED = "not_sampled"
 QUEUE = "queue"
 PENDING = "pending"
-TAKE, DROP = "take", "drop"
-DECISION, STORY = 0, 1          # which side of a `JoinStories` group a value comes from
 
 
 def story_key(story: Story) -> str:
@@ -44,35 +45,38 @@ def story_key(story: Story) -> str:
 
 
 class Entry(NamedTuple):
-    """What the per-blog steps know of a story: its rank, its id and its `story_key`."""
+    """What the per-blog steps know of a story: its rank, its id, its `story_key` and the input
+    file it is read from."""
 
     rank: float
     story_id: str
     tie: str
     key: str
+    source: str
 
 
 def entry(seed: int, story: Story) -> Entry:
     """A story's `Entry`: rank sha1(seed, "story", id); ties by id, then a digest of the text."""
     tie = hashlib.sha1(story.text.encode("utf-8", "surrogatepass")).hexdigest()
-    return Entry(unit_hash(seed, "story", story.id), story.id, tie, story_key(story))
+    return Entry(unit_hash(seed, "story", story.id), story.id, tie, story_key(story), story.source)
 
 
 @dataclass(frozen=True)
 class BlogQueue:
-    """A blog's stories not segmented yet, as `(story id, story key)` in rank order, and the
-    paragraphs it still lacks."""
+    """A blog's stories not segmented yet, as `(story id, story key, source)` in rank order, and
+    the paragraphs it still lacks."""
 
     blog_id: str
     missing: int
-    stories: tuple[tuple[str, str], ...]
+    stories: tuple[tuple[str, str, str], ...]
 
 
 class Decision(NamedTuple):
-    """`TAKE` (segment the story in this round) or `DROP` (a `not_sampled` reject) for a key."""
+    """A story to segment in this round: its input file, id and `story_key`."""
 
+    source: str
+    story_id: str
     key: str
-    verdict: str
 
 
 Outcome = Union[Decision, BlogQueue, Reject]
@@ -83,9 +87,9 @@ def first_candidates(grouped: tuple[str, Iterable[Entry]], per_blog: int) -> Ite
     blog_id, entries = grouped
     ranked = sorted(entries)
     for chosen in ranked[:per_blog]:
-        yield Decision(chosen.key, TAKE)
+        yield Decision(chosen.source, chosen.story_id, chosen.key)
     if len(ranked) > per_blog:
-        yield BlogQueue(blog_id, per_blog, tuple((e.story_id, e.key) for e in ranked[per_blog:]))
+        yield BlogQueue(blog_id, per_blog, tuple((e.story_id, e.key, e.source) for e in ranked[per_blog:]))
 
 
 def next_candidates(queue: BlogQueue, found: int, final: bool) -> Iterator[Outcome]:
@@ -94,14 +98,13 @@ def next_candidates(queue: BlogQueue, found: int, final: bool) -> Iterator[Outco
     `final` round) and the queue of the rest."""
     missing = queue.missing - found
     if missing <= 0:
-        for story_id, key in queue.stories:
+        for story_id, _, _ in queue.stories:
             yield Reject(STORY_SAMPLE_STAGE, NOT_SAMPLED, story_id,
                          f"blog {queue.blog_id}: its paragraphs come from stories ranked before this one")
-            yield Decision(key, DROP)
         return
     take = len(queue.stories) if final else missing
-    for _, key in queue.stories[:take]:
-        yield Decision(key, TAKE)
+    for story_id, key, source in queue.stories[:take]:
+        yield Decision(source, story_id, key)
     if queue.stories[take:]:
         yield BlogQueue(queue.blog_id, missing, queue.stories[take:])
 
@@ -118,7 +121,7 @@ class DecideFn(beam.DoFn):
     """One decision step of the `story_sample` stage: `Decision`s on the main output, `BlogQueue`s
     keyed by blog on `queue`, `not_sampled` rejects, and the tallies of the stories that came in
     (`units`) and of the rejects (a DoFn for the tagged outputs). `kept` is tallied by
-    `JoinStoriesFn`."""
+    `ReadChosenFn`."""
 
     def __init__(self, fn: Callable[[Any], Iterable[Outcome]], units: Callable[[Any], int]):
         self._fn, self._units = fn, units
@@ -135,7 +138,7 @@ class DecideFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(REJECTS, outcome)
                 yield beam.pvalue.TaggedOutput(TALLIES, ((STORY_SAMPLE_STAGE, "rejected." + outcome.reason), 1))
             else:
-                yield outcome.key, (DECISION, outcome.verdict)
+                yield outcome.source, (outcome.story_id, outcome.key)
 
 
 def decide(pcoll, label: str, fn: Callable[[Any], Iterable[Outcome]], units: Callable[[Any], int]) -> tuple:
@@ -145,53 +148,68 @@ def decide(pcoll, label: str, fn: Callable[[Any], Iterable[Outcome]], units: Cal
     return results.decisions, results[QUEUE], results[REJECTS], results[TALLIES]
 
 
-def pair_stories(values: Iterable[tuple[int, Any]]) -> tuple[list[Story], list[Story]]:
-    """The stories of one `story_key` group: those taken (one per `TAKE`) and those still
-    waiting (no decision yet); stories met by a `DROP` were rejected where it was made."""
-    verdicts: list[str] = []
-    stories: list[Story] = []
-    for side, value in values:
-        (verdicts if side == DECISION else stories).append(value)
-    taken = min(verdicts.count(TAKE), len(stories))
-    decided = min(len(verdicts), len(stories))
-    return stories[:taken], stories[decided:]
+Reader = Callable[[str, Collection[str]], Iterable[Story]]   # (source, ids) -> those stories
 
 
-class JoinStoriesFn(beam.DoFn):
-    """Stories meet their decisions: taken ones on the main output (the stage's `kept`), waiting
-    ones `(key, story)` on `pending` for the next round (a DoFn for the tagged outputs)."""
+def chosen_stories(source: str, chosen: Iterable[tuple[str, str]], read: Reader) -> Iterator[Story]:
+    """The stories of the input file `source` that were chosen, as `(story id, story key)`
+    pairs, read again with `read(source, ids)` (the file's stories with those ids, as the reader
+    made them). A key chosen n times (the same record matched twice) gives its story n times."""
+    wanted: dict[str, int] = {}
+    ids: set[str] = set()
+    for story_id, key in chosen:
+        wanted[key] = wanted.get(key, 0) + 1
+        ids.add(story_id)
+    for story in read(source, ids):
+        if story.id in ids:
+            times = wanted.pop(story_key(story), 0)
+            for _ in range(times):
+                yield story
+            if not wanted:
+                return
+
+
+class ReadChosenFn(beam.DoFn):
+    """A file's chosen stories, read again (`chosen_stories`): the stage's `kept` (a DoFn for
+    the tagged tallies)."""
+
+    def __init__(self, read: Reader):
+        self._read = read
 
     def setup(self) -> None:
         self._kept = Metrics.counter(NAMESPACE, f"{STORY_SAMPLE_STAGE}.kept")
 
-    def process(self, grouped: tuple[str, Iterable[tuple[int, Any]]]) -> Iterator[Any]:
-        key, values = grouped
-        taken, waiting = pair_stories(values)
-        for story in taken:
-            self._kept.inc()
+    def process(self, grouped: tuple[str, Iterable[tuple[str, str]]]) -> Iterator[Any]:
+        source, chosen = grouped
+        kept = 0
+        for story in chosen_stories(source, chosen, self._read):
+            kept += 1
             yield story
-        if taken:
-            yield beam.pvalue.TaggedOutput(TALLIES, ((STORY_SAMPLE_STAGE, "kept"), len(taken)))
-        for story in waiting:
-            yield beam.pvalue.TaggedOutput(PENDING, (key, (STORY, story)))
+        if kept:
+            self._kept.inc(kept)
+            yield beam.pvalue.TaggedOutput(TALLIES, ((STORY_SAMPLE_STAGE, "kept"), kept))
 
 
-class JoinStories(beam.PTransform):
-    """`(decisions, pending)` -> `(taken stories, still pending, tallies)`; both inputs keyed by
-    `story_key`, pending values `(STORY, story)`."""
+class ReadChosen(beam.PTransform):
+    """Decisions `(source, (story id, story key))` -> `(chosen stories, tallies)`: grouped by
+    input file, each file read again where it is dealt (`read(source, ids)`)."""
 
-    def expand(self, inputs):
-        decisions, pending = inputs
-        joined = ((decisions, pending) | "Flatten" >> beam.Flatten() | "ByStory" >> beam.GroupByKey()
-                  | "Pair" >> beam.ParDo(JoinStoriesFn()).with_outputs(PENDING, TALLIES, main="taken"))
-        return joined.taken, joined[PENDING], joined[TALLIES]
+    def __init__(self, read: Reader):
+        super().__init__()
+        self._read = read
+
+    def expand(self, decisions):
+        chosen = (decisions | "BySource" >> beam.GroupByKey()
+                  | "Read" >> beam.ParDo(ReadChosenFn(self._read)).with_outputs(TALLIES, main="chosen"))
+        return chosen.chosen, chosen[TALLIES]
 
 
 def sample_stories(stories, seed: int, per_blog: int, rounds: int,
-                   segment: Callable[[Any, int], Any], ledger: Any) -> list:
+                   segment: Callable[[Any, int], Any], ledger: Any,
+                   read: Reader) -> list:
     """The rounds on `stories`; `segment(candidates, round)` gives a round's paragraphs (its
-    rejects and tallies go to `ledger` there). Returns each round's paragraphs."""
-    keyed = stories | "KeyStories" >> beam.Map(lambda s: (story_key(s), (STORY, s)))
+    rejects and tallies go to `ledger` there); `read(source, ids)` reads an input file's
+    stories again. Returns each round's paragraphs."""
     grouped = (stories
                | "RankStories" >> beam.Map(lambda s: (s.blog_id, entry(seed, s)))
                | "GroupEntriesByBlog" >> beam.GroupByKey())
@@ -199,11 +217,10 @@ def sample_stories(stories, seed: int, per_blog: int, rounds: int,
         grouped, "FirstCandidates", lambda g: first_candidates(g, per_blog), lambda g: sum(1 for _ in g[1]))
     ledger.rejects.append(rejects)
     ledger.tallies.append(tallies)
-    pending = keyed
     found = []
     for number in range(1, rounds + 2):
-        candidates, pending, joined_tallies = (decisions, pending) | f"JoinStories{number}" >> JoinStories()
-        ledger.tallies.append(joined_tallies)
+        candidates, chosen_tallies = decisions | f"ReadChosen{number}" >> ReadChosen(read)
+        ledger.tallies.append(chosen_tallies)
         paragraphs = segment(candidates, number)
         found.append(paragraphs)
         if number > rounds:
