@@ -153,10 +153,16 @@ bench-resume: $(STAMP) $(WORDNET_STAMP) flink-fetch
 # the repo's samples (tests/scale_corpus.py), in process and on the local Flink cluster (which the
 # script starts and stops, failed or not, unless one runs already): wall, CPU, peak RSS, rows;
 # out/bench-scale.json (docs/benchmarks.md). `make bench-scale SCALES=1 RUNNERS=local` is quick.
+# With a real corpus folder, BLOGS=DIR (Blog Authorship Corpus .xml: `cosmos paragraphs`) and/or
+# STORIES=DIR (CNN/DM .story: `record generate`), a tenth of it and the whole instead (SCALES
+# unused): `make bench-scale BLOGS=~/.cache/csdata/blogs RUNNERS=local`.
 SCALES ?= 1,10,30
 RUNNERS ?= local,flink
+BLOGS ?=
+STORIES ?=
 bench-scale: $(STAMP) flink-fetch
-	$(PY) tests/bench_scale.py --scales $(SCALES) --runners $(RUNNERS)
+	$(PY) tests/bench_scale.py --runners $(RUNNERS) $(if $(BLOGS)$(STORIES),$(if $(BLOGS),--blogs $(BLOGS)) \
+	  $(if $(STORIES),--stories $(STORIES)),--scales $(SCALES))
 
 # Needs the real third-party samples beside the checkout (../shared/samples). The last script
 # compares the machine filter's readers per fold on the real CNN/DM articles (about 20 minutes on

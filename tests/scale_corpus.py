@@ -30,12 +30,38 @@ sources hold by design (D2-dup, tests/data/record/README.md): copy k of D2-dup s
 duplicate of copy k of D2 (estimated similarity 0.81-0.92), and the LSH drops most of them, as it
 drops D2-dup. Generation is a function of the seed alone.
 
+Blog files come in one of two shapes (`blog_shape`):
+
+* `copies` (`build_corpus`'s default, what tests/bench_resume.py and the figures measured before
+  it use): each blog file of the sources copied whole, as above: 1x is
+  `copies_per_file(blogs, 5)` copies of each of the 5 source files, of 0 to 3 posts each.
+* `real` (`make bench-scale`'s and this script's default): the Blog Authorship Corpus' shape.
+  1x is exactly `blogs` files and N x is N times as many, the first of them 1x's; file i is
+  a function of the seed and i alone (and the sizes of the files before it):
+    * its number of posts is drawn from a log-normal distribution (median `POSTS_MEDIAN`, log
+      standard deviation `POSTS_SIGMA`; at least 1, at most `POSTS_MAX`): most blogs hold a few
+      posts, a few hold hundreds or thousands (the real corpus: median about 10-15, largest
+      about 2,300 of 19,320 files). The largest file therefore grows with the scale, as a
+      tenth of the real corpus against the whole;
+    * its posts are the next ones of one stream that runs through the 8 posts of the sources,
+      each pass with the words of a new copy (`CopyWords`), so a post differs from the same
+      source post in other passes (but for the sources' one-line post, whose few content words
+      most passes keep: about 5 % of the posts are that line, as real blogs repeat short posts);
+      each post has a generated date; the layout is the sources' (`<Blog>`, `<date>`, `<post>`);
+    * a `DUPLICATE_SHARE` of the files are byte-identical to the file before them (under a
+      new blogger id), a `CRLF_SHARE` have CRLF line ends (the rest LF), a `CP1252_SHARE` are
+      cp1252, not UTF-8 (curly apostrophes and an ellipsis), and some posts are not
+      well-formed XML: a stray `&` (`STRAY_AMP_SHARE` of the files, beside the `&` of that
+      one-line post) or `<` (`STRAY_LT_SHARE`);
+    * its name is `BLOG_ID_BASE + i` with a generated gender, age, industry and sign.
+
     .venv/bin/python tests/scale_corpus.py --scale 10 --output /tmp/corpus [--articles 550]
-        [--blogs 300] [--seed N]
+        [--blogs 300] [--blog-shape real|copies] [--seed N]
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
 import math
 import random
@@ -44,7 +70,7 @@ import string
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Literal, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:   # run as a script
@@ -69,6 +95,24 @@ BASE_BLOGS = 300
 LOWER_SHARE = 0.2       # of the lower-case content word types, changed in each copy
 VOCABULARY_PER_LETTER = 2000
 BLOG_ID_BASE = 20_000_000
+BlogShape = Literal["copies", "real"]
+BLOG_SHAPES: tuple[BlogShape, ...] = ("copies", "real")
+# The `real` shape (module docstring): posts per blog file, and the shares of odd files.
+POSTS_MEDIAN = 12
+POSTS_SIGMA = 1.3
+POSTS_MAX = 2500
+DUPLICATE_SHARE = 0.01
+CRLF_SHARE = 0.9
+CP1252_SHARE = 0.03
+STRAY_AMP_SHARE = 0.3
+STRAY_LT_SHARE = 0.02
+_GENDERS = ("male", "female")
+_INDUSTRIES = ("indUnk", "indUnk", "Student", "Student", "Education", "Technology", "Arts",
+               "Communications-Media", "Internet", "Non-Profit", "Engineering", "Law")
+_SIGNS = ("Aries", "Taurus", "Gemini", "Cancer", "Leo", "Virgo", "Libra", "Scorpio", "Sagittarius",
+          "Capricorn", "Aquarius", "Pisces")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")
 STORY_SOURCES = ("cnn", "dailymail")
 HIGHLIGHT = "@highlight"
 # Words whose replacement would change what the sources test (dates, name parts that make an
@@ -98,12 +142,14 @@ class ScaledCorpus:
         blogs: the folder of blog files (the `--input` of `cosmos paragraphs`).
         articles: `.story` files written.
         blog_files: blog files written.
+        blog_posts: posts in them.
     """
     stories: tuple[Path, ...]
     url_lists: tuple[Path, ...]
     blogs: Path
     articles: int
     blog_files: int
+    blog_posts: int = 0
 
 
 def copies_per_file(wanted: int, files: int) -> int:
@@ -259,17 +305,149 @@ def blog_posts_only(text: str, change: Callable[[str], str]) -> str:
     return "".join(out) + text[last:]
 
 
+@dataclass(frozen=True)
+class BlogFilePlan:
+    """What file `index` of a `real`-shape corpus is (module docstring), drawn from the seed and
+    the index alone.
+
+    Args:
+        index: the file's number (1x's files are 0 to `blogs` - 1).
+        name: its file name (blogger id and the generated gender, age, industry and sign).
+        posts: how many posts it holds.
+        duplicate: byte-identical to the file before it (`posts` is then unused).
+        crlf: CRLF line ends (else LF).
+        cp1252: encoded in cp1252, not UTF-8.
+        stray_amp: posts with a stray `&` (of 0 to `posts` - 1).
+        stray_lt: posts with a stray `<`.
+        first_day: the date of its first post, days after 1 January 2000.
+    """
+    index: int
+    name: str
+    posts: int
+    duplicate: bool
+    crlf: bool
+    cp1252: bool
+    stray_amp: frozenset[int]
+    stray_lt: frozenset[int]
+    first_day: int
+
+
+def blog_file_plan(seed: int, index: int) -> BlogFilePlan:
+    """The plan of file `index` of the `real` shape for `seed`."""
+    rng = random.Random(f"blog-file/{seed}/{index}")
+    posts = min(POSTS_MAX, max(1, round(rng.lognormvariate(math.log(POSTS_MEDIAN), POSTS_SIGMA))))
+    duplicate = index > 0 and rng.random() < DUPLICATE_SHARE
+    crlf, cp1252 = rng.random() < CRLF_SHARE, rng.random() < CP1252_SHARE
+    amp = rng.random() < STRAY_AMP_SHARE
+    lt = rng.random() < STRAY_LT_SHARE
+
+    def some_posts(wanted: bool) -> frozenset[int]:
+        if not wanted:
+            return frozenset()
+        return frozenset(rng.sample(range(posts), max(1, posts // 20)))
+
+    stray_amp, stray_lt = some_posts(amp), some_posts(lt)
+    name = (f"{BLOG_ID_BASE + index}.{rng.choice(_GENDERS)}.{rng.randint(13, 48)}."
+            f"{rng.choice(_INDUSTRIES)}.{rng.choice(_SIGNS)}.xml")
+    return BlogFilePlan(index, name, posts, duplicate, crlf, cp1252, stray_amp, stray_lt,
+                        rng.randrange(5 * 365))
+
+
+def _date(day: int) -> str:
+    """`14,June,2005`: the corpus' date form, `day` days after 1 January 2000."""
+    date = datetime.date(2000, 1, 1) + datetime.timedelta(days=day)
+    return f"{date.day:02d},{_MONTHS[date.month - 1]},{date.year}"
+
+
+def _stray(text: str, mark: str, rng: random.Random) -> str:
+    """`text` with `mark` (`&` or `<3`) and a space put before one of its words (not well-formed XML)."""
+    spaces = [m.start() for m in re.finditer(r" (?=\w)", text)]
+    if not spaces:
+        return f"{text} {mark} "
+    at = rng.choice(spaces) + 1
+    return f"{text[:at]}{mark} {text[at:]}"
+
+
+def _cp1252_text(text: str) -> str:
+    """`text` as a cp1252 file's blogger writes it: curly apostrophes, and an ellipsis where it
+    has none (so the file is not valid UTF-8)."""
+    text = text.replace("'", "\u2019")
+    return text if "\u2019" in text else text.rstrip() + " \u2026\n"
+
+
+class PostStream:
+    """The posts of a `real`-shape corpus in order: pass k runs through `posts` (the source
+    posts' contents, LF line ends) with the words of copy k."""
+
+    def __init__(self, posts: Sequence[str], copy_words: Callable[[int], CopyWords]):
+        self._posts, self._copy_words = list(posts), copy_words
+        self._position = 0
+        self._words: tuple[int, CopyWords] | None = None
+
+    def take(self, n: int) -> Iterator[str]:
+        for _ in range(n):
+            copy, which = divmod(self._position, len(self._posts))
+            if self._words is None or self._words[0] != copy:
+                self._words = (copy, self._copy_words(copy))
+            self._position += 1
+            yield self._words[1].text(self._posts[which])
+
+
+def real_blog_file(plan: BlogFilePlan, stream: PostStream, seed: int) -> bytes:
+    """The bytes of a (non-duplicate) `real`-shape blog file: its posts taken from `stream`."""
+    rng = random.Random(f"blog-text/{seed}/{plan.index}")
+    parts = ["<Blog>\n\n"]
+    day = plan.first_day
+    for number, post in enumerate(stream.take(plan.posts)):
+        if number in plan.stray_amp:
+            post = _stray(post, "&", rng)
+        if number in plan.stray_lt:
+            post = _stray(post, "<3", rng)
+        if plan.cp1252:
+            post = _cp1252_text(post)
+        parts.append(f"<date>{_date(day)}</date>\n<post>{post}</post>\n\n")
+        day += rng.choice((0, 1, 1, 2, 3, 7, 30))
+    parts.append("\n</Blog>\n")
+    text = "".join(parts)
+    if plan.crlf:
+        text = text.replace("\n", "\r\n")
+    return text.encode("cp1252", errors="xmlcharrefreplace") if plan.cp1252 else text.encode("utf-8")
+
+
+def source_posts(blog_texts: Iterable[str]) -> list[str]:
+    """The posts' contents of the source blog files, in order, with LF line ends."""
+    return [text[start:end].replace("\r\n", "\n")
+            for text in blog_texts for start, end, _, _ in find_posts(text)]
+
+
+def write_real_blogs(out: Path, files: int, posts: Sequence[str], copy_words: Callable[[int], CopyWords],
+                     seed: int) -> int:
+    """Write files 0 to `files` - 1 of the `real` shape under `out`; the posts written."""
+    stream = PostStream(posts, copy_words)
+    previous, previous_posts, written = b"", 0, 0
+    for index in range(files):
+        plan = blog_file_plan(seed, index)
+        if not plan.duplicate:   # file 0 never is
+            previous, previous_posts = real_blog_file(plan, stream, seed), plan.posts
+        (out / plan.name).write_bytes(previous)
+        written += previous_posts
+    return written
+
+
 def _story_sources(record_data: Path) -> list[Path]:
     return sorted(p for source in STORY_SOURCES for p in (record_data / source / "stories").glob("*.story"))
 
 
 def build_corpus(out: Path, scale: int, articles: int = BASE_ARTICLES, blogs: int = BASE_BLOGS,
-                 seed: int = SEED, record_data: Path = RECORD_DATA, blog_data: Path = BLOG_DATA) -> ScaledCorpus:
-    """Write the `scale` x corpus (1x: about `articles` articles and `blogs` blog files) under
-    `out` (`record/{cnn,dailymail}/stories`, `record/url_lists`, `cosmos/blogs`) and say what it
-    holds; `out` must not hold one already."""
+                 seed: int = SEED, record_data: Path = RECORD_DATA, blog_data: Path = BLOG_DATA,
+                 blog_shape: BlogShape = "copies") -> ScaledCorpus:
+    """Write the `scale` x corpus (1x: about `articles` articles and `blogs` blog files, exactly
+    `blogs` in the `real` `blog_shape`) under `out` (`record/{cnn,dailymail}/stories`,
+    `record/url_lists`, `cosmos/blogs`) and say what it holds; `out` must not hold one already."""
     if min(scale, articles, blogs) < 1:
         raise ValueError(f"scale, articles and blogs must be positive, not {scale}, {articles}, {blogs}")
+    if blog_shape not in BLOG_SHAPES:
+        raise ValueError(f"blog_shape is one of {', '.join(BLOG_SHAPES)}, not {blog_shape!r}")
     stories = _story_sources(record_data)
     blog_files = sorted(blog_data.glob("*.xml"))
     if not stories or not blog_files:
@@ -280,7 +458,7 @@ def build_corpus(out: Path, scale: int, articles: int = BASE_ARTICLES, blogs: in
     names, lower = word_types([*story_texts.values(), *(t for t, _ in blog_texts.values())])
     vocab = vocabulary(seed)
     story_copies = scale * copies_per_file(articles, len(stories))
-    blog_copies = scale * copies_per_file(blogs, len(blog_files))
+    blog_copies = scale * copies_per_file(blogs, len(blog_files)) if blog_shape == "copies" else 0
     lists: dict[str, list[str]] = {path.name: [] for path in sorted((record_data / "url_lists").glob("*.txt"))}
     blog_out = out / "cosmos" / "blogs"
     folders = [*(out / "record" / s / "stories" for s in STORY_SOURCES), blog_out, out / "record" / "url_lists"]
@@ -304,9 +482,16 @@ def build_corpus(out: Path, scale: int, articles: int = BASE_ARTICLES, blogs: in
                 (blog_out / name).write_bytes(blog_posts_only(text, words.text).encode(encoding))
     for list_name, lines in lists.items():
         (out / "record" / "url_lists" / list_name).write_text("".join(f"{u}\n" for u in lines), encoding="utf-8")
+    if blog_shape == "real":
+        n_blogs = scale * blogs
+        n_posts = write_real_blogs(blog_out, n_blogs, source_posts(t for t, _ in blog_texts.values()),
+                                   lambda copy: CopyWords(names, lower, vocab, seed, copy), seed)
+    else:
+        n_blogs = blog_copies * len(blog_files)
+        n_posts = blog_copies * sum(len(find_posts(t)) for t, _ in blog_texts.values())
     return ScaledCorpus(tuple(out / "record" / s for s in STORY_SOURCES),
                         tuple(sorted((out / "record" / "url_lists").glob("*.txt"))), blog_out,
-                        story_copies * len(stories), blog_copies * len(blog_files))
+                        story_copies * len(stories), n_blogs, n_posts)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -314,11 +499,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--scale", type=int, default=1, help="N: N times the base corpus (default 1)")
     parser.add_argument("--articles", type=int, default=BASE_ARTICLES, help=f"articles at 1x ({BASE_ARTICLES})")
     parser.add_argument("--blogs", type=int, default=BASE_BLOGS, help=f"blog files at 1x ({BASE_BLOGS})")
+    parser.add_argument("--blog-shape", choices=BLOG_SHAPES, default="real",
+                        help="blog files of the real corpus' shape, or copies of the sample files (real)")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--output", required=True, type=Path, help="a folder that does not exist yet")
     args = parser.parse_args(argv)
-    corpus = build_corpus(args.output, args.scale, args.articles, args.blogs, args.seed)
-    print(f"{corpus.articles} articles, {corpus.blog_files} blog files under {args.output}")
+    corpus = build_corpus(args.output, args.scale, args.articles, args.blogs, args.seed, blog_shape=args.blog_shape)
+    print(f"{corpus.articles} articles, {corpus.blog_files} blog files ({corpus.blog_posts} posts) "
+          f"under {args.output}")
 
 
 if __name__ == "__main__":

@@ -162,3 +162,30 @@ def test_copy_words_are_one_to_one_and_keep_initials_case_and_lengths():
     assert len(tokens[7]) == 3 and tokens[7][0] != "0" and len(tokens[12]) == 2    # 140, 02
     assert tokens[7] != "140" or tokens[12] != "02"
     assert len(words.words) == 3 + 1     # the names and a fifth of the 5 lower-case words
+
+
+def test_real_shaped_blogs_are_heavy_tailed_messy_and_nested_across_scales(tmp_path):
+    # The `real` blog shape (make bench-scale's): per-file post counts from one to hundreds, some
+    # files byte-identical, CRLF and cp1252 files, the same bytes for the same seed, and 1x's
+    # files inside 2x unchanged.
+    one = build_corpus(tmp_path / "1x", 1, 11, 300, 7, blog_shape="real")
+    two = build_corpus(tmp_path / "2x", 2, 11, 300, 7, blog_shape="real")
+    again = build_corpus(tmp_path / "again", 1, 11, 300, 7, blog_shape="real")
+    files = sorted(one.blogs.rglob("*.xml"))
+    assert len(files) == 300 and len(list(two.blogs.rglob("*.xml"))) == 600
+    payloads = [f.read_bytes() for f in files]
+    counts = sorted(len(find_posts(p.decode("utf-8", "replace"))) for p in payloads)
+    assert counts[0] == 1 or counts[0] < 3
+    assert counts[-1] >= 20 * counts[len(counts) // 2]          # heavy tail: max >> median
+    assert len(set(payloads)) < len(payloads)                     # some byte-identical files
+    assert any(b"\r\n" in p for p in payloads) and any(b"\r\n" not in p for p in payloads)
+    undecodable = 0
+    for payload in payloads:
+        try:
+            payload.decode("utf-8")
+        except UnicodeDecodeError:
+            undecodable += 1
+    assert undecodable > 0
+    assert [f.read_bytes() for f in sorted(again.blogs.rglob("*.xml"))] == payloads
+    doubled = {f.name: f.read_bytes() for f in two.blogs.rglob("*.xml")}
+    assert all(doubled.get(f.name) == p for f, p in zip(files, payloads))
