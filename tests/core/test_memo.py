@@ -115,3 +115,20 @@ def test_memoized_model_runs_the_model_on_the_missing_elements_only_and_stores_w
     stored = sorted(pair for p in pieces(tmp_path) for pair in pickle.loads(p.read_bytes()))
     assert stored == [("1", "R1"), ("4", "R4")]     # the reject is not kept
     assert memo.results([(5, "R5")], model) == ["r5"] and len(asked) == 1   # all stored: no model call
+
+
+def test_a_clean_run_attaches_without_a_grouping_that_would_carry_the_elements(tmp_path):
+    # Nothing stored when the graph is built: no join, so no element (a story with its text)
+    # waits in a grouping; with a piece stored, the pieces' spread and the join are built.
+    from tests.groupings import assert_no_grouping_carries
+
+    for stored, groupings in ((False, 0), (True, 2)):     # the pieces' spread and the join
+        folder = str(tmp_path / f"step-{stored}")
+        if stored:
+            write_piece(folder, [("other", "O")])
+        pipeline = beam_test_pipeline()
+        paired = (pipeline | beam.Create(["MARKERTEXT a"])
+                  | AttachStored(Memo(folder), key_of=lambda text: text[-1]))
+        assert_that(paired, equal_to([("MARKERTEXT a", None)]))
+        assert assert_no_grouping_carries(pipeline, "NEVER-IN-A-VALUE", skip=("Create", "assert_that")) == groupings
+        pipeline.run().wait_until_finish()
