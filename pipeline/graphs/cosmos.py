@@ -64,14 +64,17 @@ class GenerateCosmosParagraphs(beam.PTransform):
         restored = read.restored(pbegin)
         if restored is None:
             stories, read_rejects, read_tallies = pbegin | "ReadStories" >> ReadStories(self._inputs, spec.input, progress)
-            stories = read.keep(stories, [read_rejects], [read_tallies])
+            # The sampling rounds wait for the kept stories (done.json), not the stories
+            # themselves: what waits is held whole, so only their ids wait.
+            done = read.keep_parts(stories, [read_rejects], [read_tallies])
             stories = stories | "ProgressRead" >> progress.step("read", "stories")
         else:
+            done = None
             stories, read_rejects, read_tallies = restored
             stories = stories | "ProgressRestored" >> progress.step("restored", "stories")
         paragraphs, rejects, tallies = stories | "Paragraphs" >> Paragraphs(
             spec.paragraph, spec.sentences, spec.coherence, spec.sample, spec.seed,
-            resume_work(self._work, spec.output.resume_every), spec.input)
+            resume_work(self._work, spec.output.resume_every), spec.input, hold=done)
         # Stories are counted as their coherence batch is scored (its `((coherence, "in"), n)`
         # tally, sent per batch by `accounting.route`); the segment stage's own tallies come once
         # per bundle (a whole stage in the local runner) and count sentences.

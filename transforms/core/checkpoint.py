@@ -218,15 +218,28 @@ class Checkpoint:
 
         What a run killed before `done.json` left here is removed first: its committed parts
         must never be read with this run's (the output's lease keeps any other run away)."""
+        done = self.keep_parts(kept, rejects, tallies)
+        return kept if done is None else after_done(kept, done, f"After{_camel(self.stage)}Kept")
+
+    def keep_parts(self, kept, rejects: Sequence, tallies: Sequence):
+        """`keep` without holding `kept` back: returns the one-element PCollection of `done.json`
+        (None without a work folder), for the caller to hold back (`after_done`) what the later
+        stages start from. Hold back something small: whatever waits for the side input waits
+        whole (Beam's in-process runner keeps it in its driver), so waiting ids cost little and
+        waiting texts follow the corpus."""
         if self.folder is None:
-            return kept
+            return None
         clear_folder(self.folder)
         title = _camel(self.stage)
         outputs = (kept, rejects | f"Flatten{title}Rejects" >> beam.Flatten(),
                    tallies | f"Flatten{title}Tallies" >> beam.Flatten())
-        done = outputs | f"Keep{title}" >> KeepCheckpoint(self.folder, self.stage)
-        # A side input is ready before any element of its consumer is processed, on every runner.
-        return kept | f"After{title}Kept" >> beam.Map(lambda element, _: element, beam.pvalue.AsSingleton(done))
+        return outputs | f"Keep{title}" >> KeepCheckpoint(self.folder, self.stage)
+
+
+def after_done(pcoll, done, label: str):
+    """`pcoll` released once `done` (a one-element PCollection) is there: a side input is ready
+    before any element of its consumer is processed, on every runner."""
+    return pcoll | label >> beam.Map(lambda element, _: element, beam.pvalue.AsSingleton(done))
 
 
 def _camel(name: str) -> str:

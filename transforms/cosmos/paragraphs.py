@@ -50,6 +50,7 @@ from data_specs.models import (
 )
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
+from transforms.core.checkpoint import after_done
 from transforms.core.hashing import unit_hash
 from transforms.core.memo import MemoizedModel, WorkLike, step_memo
 from transforms.core.models import load_spacy
@@ -339,13 +340,16 @@ class Paragraphs(beam.PTransform):
     With `work` (a work folder), the sentences and coherence scores are kept there, and a rerun
     after a kill computes only those that are not (`transforms.core.memo`). `read` is the input
     section the stories were read with: `before_scoring` reads a round's chosen stories again
-    from their files with it.
+    from their files with it. `hold` (a one-element PCollection, e.g. a checkpoint's
+    `done.json`) holds the models back until it is there: under `before_scoring` the stories'
+    ids wait for it, under `all` the stories.
     """
 
     def __init__(self, paragraph: ParagraphSection, sentences: SentencesSection,
                  coherence: CoherenceSection, sample: SampleSection, seed: int,
-                 work: WorkLike = None, read: Optional[CosmosInputSection] = None):
+                 work: WorkLike = None, read: Optional[CosmosInputSection] = None, hold: Any = None):
         super().__init__()
+        self._hold = hold
         self._paragraph, self._sentences, self._coherence = paragraph, sentences, coherence
         self._sample, self._seed = sample, seed
         self._work = work
@@ -363,6 +367,8 @@ class Paragraphs(beam.PTransform):
         min_words = self._paragraph.min_words
         stories = collect(stories | "FilterStories" >> Stage(STORY_STAGE, lambda s: filter_story(s, min_words)))
         if mode == "all":
+            if self._hold is not None:
+                stories = after_done(stories, self._hold, "AfterHold")
             candidates = collect(stories | "SampleStories" >> Stage(STORY_SAMPLE_STAGE, lambda s: [s]))
             found = [_add_all(ledger, candidates | "SegmentStories" >> self._segment(models))]
         else:
@@ -383,4 +389,4 @@ class Paragraphs(beam.PTransform):
             return _add_all(ledger, candidates | f"SegmentRound{number}" >> self._segment(models))
 
         return sample_stories(stories, self._seed, self._sample.per_blog, self._sample.rounds, segment, ledger,
-                              partial(read_stories_again, section=self._read))
+                              partial(read_stories_again, section=self._read), hold=self._hold)

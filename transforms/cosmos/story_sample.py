@@ -27,6 +27,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
+from transforms.core.checkpoint import after_done
 from transforms.core.hashing import unit_hash
 from transforms.core.stages import count_reject
 from transforms.cosmos.read import Story
@@ -206,13 +207,15 @@ class ReadChosen(beam.PTransform):
 
 def sample_stories(stories, seed: int, per_blog: int, rounds: int,
                    segment: Callable[[Any, int], Any], ledger: Any,
-                   read: Reader) -> list:
+                   read: Reader, hold: Any = None) -> list:
     """The rounds on `stories`; `segment(candidates, round)` gives a round's paragraphs (its
     rejects and tallies go to `ledger` there); `read(source, ids)` reads an input file's
-    stories again. Returns each round's paragraphs."""
-    grouped = (stories
-               | "RankStories" >> beam.Map(lambda s: (s.blog_id, entry(seed, s)))
-               | "GroupEntriesByBlog" >> beam.GroupByKey())
+    stories again. With `hold` (a one-element PCollection), the stories' entries wait for it
+    before the rounds start. Returns each round's paragraphs."""
+    entries = stories | "RankStories" >> beam.Map(lambda s: (s.blog_id, entry(seed, s)))
+    if hold is not None:
+        entries = after_done(entries, hold, "AfterHold")
+    grouped = entries | "GroupEntriesByBlog" >> beam.GroupByKey()
     decisions, queues, rejects, tallies = decide(
         grouped, "FirstCandidates", lambda g: first_candidates(g, per_blog), lambda g: sum(1 for _ in g[1]))
     ledger.rejects.append(rejects)
