@@ -9,13 +9,14 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs.models import CosmosSpec
 from pipeline.engine.runner import clear_output, new_pipeline, run_pipeline
+from transforms.core.accounting import Reject
 from transforms.core.checkpoint import Checkpoint
 from transforms.core.io import read_summary
 from transforms.core.memo import resume_work
 from transforms.core.models import check_spacy
 from transforms.core.progress import ProgressLine
 from transforms.core.provenance import file_metadata
-from transforms.core.sinks import WriteTable
+from transforms.core.sinks import WriteTables
 from transforms.core.stages import Summarize
 from transforms.cosmos.paragraphs import (
     COHERENCE_STAGE,
@@ -29,6 +30,7 @@ from transforms.cosmos.read import STAGE as READ_STAGE
 from transforms.cosmos.read import ReadStories
 from transforms.cosmos.scorers import check_scorer
 from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
+from transforms.cosmos.segment import Paragraph
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_DATA = REPO_ROOT / "tests" / "data" / "cosmos"
@@ -81,12 +83,13 @@ class GenerateCosmosParagraphs(beam.PTransform):
         segmented = progress.step("segmented", "stories",
                                   count=lambda t: t[1] if t[0] == (COHERENCE_STAGE, "in") else 0)
         paragraphs = paragraphs | "ProgressKept" >> progress.step("kept", "paragraphs")
-        (paragraphs | "ParagraphRows" >> beam.Map(lambda p: p.row())
-         | "WriteParagraphs" >> WriteTable(out, "paragraphs", shards, dataset="cosmos",
-                                           file_metadata=self._meta))
-        ([read_rejects, *rejects] | "FlattenRejects" >> beam.Flatten()
-         | "RejectRows" >> beam.Map(lambda r: r.row())
-         | "WriteRejects" >> WriteTable(out, "rejects", shards, dataset="cosmos", file_metadata=self._meta))
+        # Each stage's rejects are written in the stage that made them: a Flatten before one
+        # writer would hold every reject (half a million on the Blog Authorship Corpus) in the
+        # in-process runner's driver.
+        all_rejects = [read_rejects, *rejects]
+        (paragraphs, *all_rejects) | "WriteTables" >> WriteTables(
+            out, ("paragraphs", *["rejects"] * len(all_rejects)), shards, dataset="cosmos",
+            file_metadata=self._meta, row_of={"paragraphs": Paragraph.row, "rejects": Reject.row})
         # On each stage's tallies, in the stage that makes them: after the Flatten the step would
         # run only once every stage before it has finished.
         tallies = [t | f"ProgressSegmented{i}" >> segmented for i, t in enumerate(tallies)]

@@ -25,6 +25,7 @@ from typing import Any, Callable, Collection, Iterable, Iterator, NamedTuple, Un
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindows
 
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
 from transforms.core.checkpoint import after_done
@@ -38,11 +39,16 @@ QUEUE = "queue"
 PENDING = "pending"
 
 
+# Hex digits kept of a digest: a key tells the chosen stories of one file apart (80 bits), a
+# tie orders stories of one blog that share an id; every entry of the corpus waits in a grouping.
+KEY_DIGITS, TIE_DIGITS = 20, 16
+
+
 def story_key(story: Story) -> str:
-    """A story's identity for the join of decisions and texts: sha1 of its blog, id, text and
-    origin (two records equal in all four are interchangeable)."""
+    """A story's identity when its file is read again: sha1 of its blog, id, text and origin
+    (two records equal in all four are interchangeable), its first `KEY_DIGITS` hex digits."""
     parts = (story.blog_id, story.id, story.text, story.origin)
-    return hashlib.sha1("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha1("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:KEY_DIGITS]
 
 
 class Entry(NamedTuple):
@@ -58,7 +64,7 @@ class Entry(NamedTuple):
 
 def entry(seed: int, story: Story) -> Entry:
     """A story's `Entry`: rank sha1(seed, "story", id); ties by id, then a digest of the text."""
-    tie = hashlib.sha1(story.text.encode("utf-8", "surrogatepass")).hexdigest()
+    tie = hashlib.sha1(story.text.encode("utf-8", "surrogatepass")).hexdigest()[:TIE_DIGITS]
     return Entry(unit_hash(seed, "story", story.id), story.id, tie, story_key(story), story.source)
 
 
@@ -121,25 +127,38 @@ def after_round(joined: tuple[str, dict], final: bool) -> Iterator[Outcome]:
 class DecideFn(beam.DoFn):
     """One decision step of the `story_sample` stage: `Decision`s on the main output, `BlogQueue`s
     keyed by blog on `queue`, `not_sampled` rejects, and the tallies of the stories that came in
-    (`units`) and of the rejects (a DoFn for the tagged outputs). `kept` is tallied by
+    (`units`) and of the rejects, summed per bundle (a DoFn for the tagged outputs and the
+    bundle; half a million rejects would otherwise send as many tallies). `kept` is tallied by
     `ReadChosenFn`."""
 
     def __init__(self, fn: Callable[[Any], Iterable[Outcome]], units: Callable[[Any], int]):
         self._fn, self._units = fn, units
+        self._counts: dict[str, int] = {}
+
+    def start_bundle(self) -> None:
+        self._counts = {}
 
     def process(self, element: Any) -> Iterator[Any]:
+        counts = self._counts
         units = self._units(element)
         if units:
-            yield beam.pvalue.TaggedOutput(TALLIES, ((STORY_SAMPLE_STAGE, "in"), units))
+            counts["in"] = counts.get("in", 0) + units
         for outcome in self._fn(element):
             if isinstance(outcome, BlogQueue):
                 yield beam.pvalue.TaggedOutput(QUEUE, (outcome.blog_id, outcome))
             elif isinstance(outcome, Reject):
                 count_reject(outcome)
                 yield beam.pvalue.TaggedOutput(REJECTS, outcome)
-                yield beam.pvalue.TaggedOutput(TALLIES, ((STORY_SAMPLE_STAGE, "rejected." + outcome.reason), 1))
+                key = "rejected." + outcome.reason
+                counts[key] = counts.get(key, 0) + 1
             else:
                 yield outcome.source, (outcome.story_id, outcome.key)
+
+    def finish_bundle(self) -> Iterator[Any]:
+        counts, self._counts = self._counts, {}
+        for outcome, n in sorted(counts.items()):
+            yield beam.pvalue.TaggedOutput(
+                TALLIES, GlobalWindows.windowed_value(((STORY_SAMPLE_STAGE, outcome), n)))
 
 
 def decide(pcoll, label: str, fn: Callable[[Any], Iterable[Outcome]], units: Callable[[Any], int]) -> tuple:
