@@ -252,7 +252,8 @@ def read_range(item: NumberedRange, splitter: Splitter) -> Iterator[Any]:
     with _open(path) as handle:
         if end == WHOLE:
             yield from splitter(path, handle)
-            size = handle.tell()
+            # The file's size, read or not to its end (a tar reader may stop before the padding).
+            size = handle.seek(0, io.SEEK_END)
         else:
             lines = LineRange(handle, start, end)
             yield from splitter(path, io.BufferedReader(lines, buffer_size=_CHUNK), first_line=first_line)
