@@ -137,7 +137,8 @@ def match_files(item: tuple[str, bool], folder_files: Optional[FolderFiles] = No
         yield path, metadata.size_in_bytes
 
 
-def _open(path: str) -> IO[bytes]:
+def open_file(path: str) -> IO[bytes]:
+    """A file on any Beam filesystem, as its bytes (never decompressed: the splitters decide)."""
     return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
@@ -227,7 +228,7 @@ def count_lines(item: FileRange) -> tuple[str, tuple[int, int, int, int]]:
     path, index, start, end = item
     if end == WHOLE:
         return path, (index, start, end, 0)
-    with _open(path) as handle:
+    with open_file(path) as handle:
         lines = LineRange(handle, start, end)
         newlines = 0
         while chunk := lines.read(_CHUNK):
@@ -249,7 +250,7 @@ def read_range(item: NumberedRange, splitter: Splitter) -> Iterator[Any]:
     """The raw records of one read unit: a file read whole (`end` is `WHOLE`) with
     `splitter(path, handle)`, or a range of a line file with `splitter(path, lines, first_line=N)`."""
     path, start, end, first_line = item
-    with _open(path) as handle:
+    with open_file(path) as handle:
         if end == WHOLE:
             yield from splitter(path, handle)
             # The file's size, read or not to its end (a tar reader may stop before the padding).

@@ -52,13 +52,11 @@ from pathlib import PurePosixPath
 from typing import IO, Collection, Iterator, NamedTuple, Optional, Sequence, Union
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from data_specs.models import CosmosInputSection
 from transforms.core.accounting import NAMESPACE, Reject
-from transforms.core.files import FolderFiles, ReadRawRecords
+from transforms.core.files import FolderFiles, ReadRawRecords, open_file
 from transforms.core.progress import ProgressLine
 from transforms.core.stages import Stage
 from transforms.core.text import (
@@ -364,7 +362,7 @@ def read_stories_again(source: str, ids: Collection[str], section: CosmosInputSe
     not asked for are not parsed."""
     drop, unescape = tuple(section.drop_tokens), section.unescape_html
     policy, controls, max_chars = section.encoding, section.control_chars, section.max_chars
-    with FileSystems.open(source, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+    with open_file(source) as handle:
         records = iter_raw_records(source, handle, policy, controls)
         while True:
             token = _READING_AGAIN.set(True)
