@@ -42,10 +42,15 @@ $(WORDNET_STAMP): $(STAMP) data_specs/wordnet_lexnames
 demo: $(STAMP) $(WORDNET_STAMP)
 	$(VENV)/bin/csdata demo --output out/demo
 
+# The unit suite runs on every core (up to 4; pytest-xdist, one test file per worker, so a
+# module's fixtures are built once). A test running past TEST_TIMEOUT seconds fails with its stack.
+XDIST := -n auto --maxprocesses=4 --dist loadfile
+TEST_TIMEOUT ?= 900
+
 # The whole suite, then the tests on the real Flink cluster and S3 server (which `services-test`
 # starts and stops).
 test: lint docs-check browser-deps
-	$(PY) -m pytest -m "not flink and not s3"
+	$(PY) -m pytest -m "not flink and not s3" $(XDIST) --timeout=$(TEST_TIMEOUT)
 	$(MAKE) services-test
 
 # The readers of files other people made, fuzzed (tests/fuzz): `make test` runs 100 fixed cases
@@ -68,12 +73,16 @@ flink-down:
 	PYTHON=$(CURDIR)/$(PY) $(FLINK) down
 
 # Every Beam pipeline on the cluster and in process, compared row by row, inputs and outputs on
-# S3, and the faults each must survive (tests/flink, tests/s3; the faults last, as they kill
-# TaskManagers); the cluster and the server are stopped whether the checks pass or not.
+# S3, and the faults each must survive (tests/flink, tests/s3). The S3 tests (which restart the
+# server) and the cluster's pipeline tests run side by side, one xdist group each; the faults run
+# last and alone, as they kill TaskManagers and take the S3 server away. The cluster and the server
+# are stopped whether the checks pass or not.
 services-test: $(STAMP) $(WORDNET_STAMP) flink-fetch s3-fetch
 	status=0; PYTHON=$(CURDIR)/$(PY) $(S3) up --fresh && PYTHON=$(CURDIR)/$(PY) $(FLINK) up \
-	  && $(PY) -m pytest -m "flink or s3" tests/s3 tests/flink/test_flink_pipelines.py \
-	     tests/flink/test_flink_faults.py || status=$$?; \
+	  && $(PY) -m pytest -m "flink or s3" -n 2 --dist loadgroup --timeout=$(TEST_TIMEOUT) \
+	     tests/s3 tests/flink/test_flink_pipelines.py \
+	  && $(PY) -m pytest -m "flink or s3" --timeout=$(TEST_TIMEOUT) tests/flink/test_flink_faults.py \
+	  || status=$$?; \
 	PYTHON=$(CURDIR)/$(PY) $(FLINK) down; PYTHON=$(CURDIR)/$(PY) $(S3) down; exit $$status
 
 # A real S3-compatible server (SeaweedFS, services/s3) on loopback: S3 API on 127.0.0.1:9000 with
@@ -112,9 +121,9 @@ test-beam: $(STAMP) $(WORDNET_STAMP) browser-deps
 	$(BEAM_VENV)/bin/python -c 'import apache_beam; assert apache_beam.__version__ == "$(VERSION)", apache_beam.__version__'
 	PATH=$(CURDIR)/$(BEAM_VENV)/bin:$$PATH NLTK_DATA=$(CURDIR)/$(VENV)/nltk_data $(BEAM_VENV)/bin/python -m pytest -m "not flink and not s3"
 
-# Unit tests only (no end-to-end pipelines, no real models): under two minutes.
+# Unit tests only (no end-to-end pipelines, no real models).
 test-fast: $(STAMP) $(WORDNET_STAMP) browser-deps
-	$(PY) -m pytest -m "not slow and not flink and not s3"
+	$(PY) -m pytest -m "not slow and not flink and not s3" $(XDIST) --timeout=$(TEST_TIMEOUT)
 
 # The documentation site (docs/, mkdocs.yml) into site/: the reference pages are generated from
 # the code first (docs/gen_reference.py). `docs-check` (part of `make test`) regenerates nothing:

@@ -126,8 +126,15 @@ def sdk_workers_of(job_name: str) -> dict[int, str]:
     return found
 
 
-def test_a_taskmanager_killed_mid_job_is_replaced_and_the_job_writes_the_clean_rows(tmp_path, capsys):
-    run([*GENERATE, "--output", str(tmp_path / "local")], capsys)
+@pytest.fixture(scope="module")
+def clean_generate(tmp_path_factory) -> Path:
+    """The rows of GENERATE in process, which a run on the cluster that a fault hit must write."""
+    output = tmp_path_factory.mktemp("clean") / "local"
+    assert main([*GENERATE, "--output", str(output)]) == 0
+    return output
+
+
+def test_a_taskmanager_killed_mid_job_is_replaced_and_the_job_writes_the_clean_rows(tmp_path, clean_generate):
     driver = Driver([*GENERATE, "--output", str(tmp_path / "flink")], tmp_path / "stderr")
     job_id = driver.job_id()
     wait_until(lambda: python_stage_running(job_id), 120, "a Python stage running")
@@ -137,13 +144,12 @@ def test_a_taskmanager_killed_mid_job_is_replaced_and_the_job_writes_the_clean_r
     assert code == 0, err
     assert RESTARTED.search(err), err
     assert "Traceback" not in err
-    assert_same_output(tmp_path / "local", tmp_path / "flink")
+    assert_same_output(clean_generate, tmp_path / "flink")
     assert victim not in taskmanager_pids()
     wait_until(lambda: rest_get(MASTER, "/overview")["taskmanagers"] == 2, 120, "two TaskManagers again")
 
 
-def test_a_python_worker_killed_mid_job_is_restarted_and_the_job_writes_the_clean_rows(tmp_path, capsys):
-    run([*GENERATE, "--output", str(tmp_path / "local")], capsys)
+def test_a_python_worker_killed_mid_job_is_restarted_and_the_job_writes_the_clean_rows(tmp_path, clean_generate):
     job_name = f"csdata-test-faults-{uuid.uuid4().hex[:12]}"   # what marks this job's workers
     driver = Driver([*GENERATE, "--output", str(tmp_path / "flink"), f"--job_name={job_name}"],
                     tmp_path / "stderr")
@@ -165,7 +171,7 @@ def test_a_python_worker_killed_mid_job_is_restarted_and_the_job_writes_the_clea
     code, err = driver.finish()
     assert code == 0, err
     assert killed and RESTARTED.search(err), err
-    assert_same_output(tmp_path / "local", tmp_path / "flink")
+    assert_same_output(clean_generate, tmp_path / "flink")
     # Every folder a boot of this job made is gone once the job is: a boot removes its own when
     # its worker ends, and a later boot removes those of boots that died (their pid is in the name).
     assert folders, "no folder of this job's boots was seen"

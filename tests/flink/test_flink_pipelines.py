@@ -19,6 +19,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -110,12 +112,12 @@ def assert_ran_on_the_cluster(job_ids: list[str], taskmanagers: set[str]) -> Non
 
 
 def both(tmp_path: Path, name: str, argv: list[str], capsys, taskmanagers: set[str],
-         jobs: list[str] | None = None) -> tuple[Path, Path]:
-    """Run `argv --output DIR` in process and on the cluster; check they wrote the same. The
-    cluster's job ids are added to `jobs` when given."""
+         jobs: list[str] | None = None, on_cluster: Sequence[str] = ()) -> tuple[Path, Path]:
+    """Run `argv --output DIR` in process and on the cluster (with `on_cluster` added there);
+    check they wrote the same. The cluster's job ids are added to `jobs` when given."""
     local, flink = tmp_path / f"{name}-local", tmp_path / f"{name}-flink"
     run([*argv, "--output", str(local)], capsys)
-    job_ids, err = run([*argv, "--output", str(flink), *FLINK], capsys)
+    job_ids, err = run([*argv, "--output", str(flink), *FLINK, *on_cluster], capsys)
     assert PROGRESS_LINE.search(err), err
     assert_same_output(local, flink)
     assert_ran_on_the_cluster(job_ids, taskmanagers)
@@ -161,28 +163,30 @@ def taskmanager_log(tm_id: str) -> str:
         return response.read().decode("utf-8", "replace")
 
 
-def test_the_workers_of_both_taskmanagers_get_the_pipeline_options(tmp_path, capsys, taskmanagers):
-    run(["protoqa", "questions", "--input", str(PROTOQA / "scraped.jsonl"),
-         "--output", str(tmp_path / "out"), *FLINK, "--experiments=csdata_probe"], capsys)
-    for tm in taskmanagers:
-        started = [line for line in taskmanager_log(tm).splitlines()
-                   if "Pipeline_options:" in line and "csdata_probe" in line]
-        assert started, f"no Python worker of TaskManager {tm} logged this job's options"
-        assert "'beam_plugins': ['pipeline.engine.worker']" in started[-1]
-        assert "'pickle_library': 'cloudpickle'" in started[-1]
-
-
-def test_staged_packages_reach_the_workers_and_leave_the_nodes_python_as_it_was(
-        tmp_path, capsys, taskmanagers):
-    # A staged wheel whose module each worker imports as a Beam plugin as it starts; importing it
-    # writes down where it was found.
+def test_protoqa_questions_with_the_users_worker_options_and_a_staged_package(tmp_path, capsys, taskmanagers):
+    # One job checks three things: the rows of the in-process runner; the pipeline options reach
+    # the workers of both TaskManagers (each worker logs them as it starts); and a staged wheel,
+    # whose module each worker imports as a Beam plugin as it starts (writing down where it was
+    # found), is installed into the worker's own folder, leaving the node's Python as it was.
     seen = tmp_path / "seen"
     seen.mkdir()
     source = (f"import os, pathlib\n"
               f"pathlib.Path({str(seen)!r}, str(os.getpid())).write_text(__file__)\n")
     wheel = write_wheel(tmp_path, "csdata_flink_staged_probe", "1.0", source)
-    run(["protoqa", "questions", "--input", str(PROTOQA / "scraped.jsonl"), "--output", str(tmp_path / "out"),
-         *FLINK, f"--extra_package={wheel}", "--beam_plugins=csdata_flink_staged_probe"], capsys)
+    both(tmp_path, "protoqa", ["protoqa", "questions", "--input", str(PROTOQA / "scraped.jsonl"),
+                               "--omitted", str(PROTOQA / "omitted.jsonl"),
+                               "--flagged", str(PROTOQA / "flagged.txt")], capsys, taskmanagers,
+         on_cluster=["--experiments=csdata_probe", f"--extra_package={wheel}",
+                     "--beam_plugins=csdata_flink_staged_probe"])
+    for tm in taskmanagers:
+        started = [line for line in taskmanager_log(tm).splitlines()
+                   if "Pipeline_options:" in line and "csdata_probe" in line]
+        assert started, f"no Python worker of TaskManager {tm} logged this job's options"
+        plugins = re.search(r"'beam_plugins': \[([^\]]*)\]", started[-1])
+        assert plugins, started[-1]
+        assert {"'pipeline.engine.worker'", "'csdata_flink_staged_probe'"} <= {
+            name.strip() for name in plugins.group(1).split(",")}, started[-1]
+        assert "'pickle_library': 'cloudpickle'" in started[-1]
     found = [p.read_text() for p in seen.iterdir()]
     assert len(found) >= len(taskmanagers), found          # a worker of each TaskManager
     for path in found:                                     # from the worker's own folder
@@ -191,15 +195,27 @@ def test_staged_packages_reach_the_workers_and_leave_the_nodes_python_as_it_was(
     assert node.returncode != 0                            # the node's Python never got it
 
 
-def test_cosmos_paragraphs(tmp_path, capsys, taskmanagers):
+def test_cosmos_paragraphs_and_the_files_of_one_folder_read_on_both_taskmanagers(tmp_path, capsys, taskmanagers):
+    # Besides the repo's blogs and stories, one folder of 40 files: one folder is one pattern,
+    # matched by one subtask; the files it matches are dealt out by path, so the step that reads
+    # them runs on every TaskManager (40 files over 4 slots: all on one TaskManager's two slots
+    # has a chance of 2 in 2**40).
+    folder = tmp_path / "stories"
+    folder.mkdir()
+    for number in range(40):
+        (folder / f"story{number:02d}.txt").write_text(
+            f"Story {number} is about a walk. " * 12, encoding="utf-8")
+    blogs = sorted(p for p in (COSMOS / "blogs").iterdir() if p.is_file())
+    jobs: list[str] = []
     both(tmp_path, "cosmos", ["cosmos", "paragraphs", "--input", str(COSMOS / "blogs"),
-                              "--input", str(COSMOS / "stories.jsonl")], capsys, taskmanagers)
-
-
-def test_protoqa_questions(tmp_path, capsys, taskmanagers):
-    both(tmp_path, "protoqa", ["protoqa", "questions", "--input", str(PROTOQA / "scraped.jsonl"),
-                               "--omitted", str(PROTOQA / "omitted.jsonl"),
-                               "--flagged", str(PROTOQA / "flagged.txt")], capsys, taskmanagers)
+                              "--input", str(COSMOS / "stories.jsonl"), "--input", str(folder)],
+         capsys, taskmanagers, jobs)
+    # The step that reads the files is fused with the stages after it (no rebalance of the
+    # records): its vertex is the one counting the stories read, whose input is the files, each
+    # small file one read unit.
+    read = records_per_taskmanager(jobs[-1], "ProgressRead")
+    assert set(read) == taskmanagers and all(n > 0 for n in read.values()), read
+    assert sum(read.values()) == len(blogs) + 1 + 40
 
 
 def digest(directory: Path) -> dict[str, str]:
@@ -207,32 +223,29 @@ def digest(directory: Path) -> dict[str, str]:
             for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
-def test_a_job_that_fails_on_the_cluster_is_one_line_and_keeps_the_previous_output(
+def test_a_job_that_fails_on_the_cluster_is_one_line_keeps_the_previous_output_and_had_the_users_options(
         tmp_path, capsys, taskmanagers):
     output = tmp_path / "out"
     protoqa = ["protoqa", "questions", "--input", str(PROTOQA / "scraped.jsonl"), "--output", str(output)]
     run(protoqa, capsys)
     before = digest(output)
-    # Workers that cannot start: the job fails on the TaskManagers, not in this process.
-    code = main([*protoqa, *FLINK, "--environment_options=process_command=/bin/false"])
+    # Workers that cannot start: the job fails on the TaskManagers, not in this process. The
+    # user's job name and parallelism win over csdata's defaults (the failed job has them too).
+    job_name = f"csdata-test-options-{uuid.uuid4().hex[:8]}"
+    code = main([*protoqa, *FLINK, "--environment_options=process_command=/bin/false",
+                 "--parallelism=2", f"--job_name={job_name}"])
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if "error" in line.lower()]
     assert code == 1
     assert len(errors) == 1, err
-    assert re.match(r"csdata: error: Flink job [0-9a-f]{32} failed: .*Process died with exit code 1",
-                    errors[0]), errors[0]
+    failed = re.match(r"csdata: error: Flink job ([0-9a-f]{32}) failed: .*Process died with exit code 1",
+                      errors[0])
+    assert failed, errors[0]
     assert "Traceback" not in err
     assert digest(output) == before
-
-
-def test_the_users_options_win(tmp_path, capsys, taskmanagers):
-    job_ids, _ = run(["protoqa", "questions", "--input", str(PROTOQA / "scraped.jsonl"),
-                      "--output", str(tmp_path / "out"), *FLINK, "--parallelism=2",
-                      "--job_name=csdata-test-options"], capsys)
-    job = rest_get(MASTER, f"/jobs/{job_ids[0]}")
-    assert job["name"] == "csdata-test-options"
-    config = rest_get(MASTER, f"/jobs/{job_ids[0]}/config")["execution-config"]
-    assert config["job-parallelism"] == 2
+    job_id = failed.group(1)
+    assert rest_get(MASTER, f"/jobs/{job_id}")["name"] == job_name
+    assert rest_get(MASTER, f"/jobs/{job_id}/config")["execution-config"]["job-parallelism"] == 2
 
 
 def child_job_server(proc: Path, parent: int) -> bool:
@@ -276,20 +289,3 @@ def test_ctrl_c_cancels_the_job_on_the_cluster_and_keeps_the_previous_output(tmp
     # The interrupted run's attempt is gone: its root holds the previous run alone.
     assert [p.name for p in (tmp_path / ".out.csdata" / "runs").iterdir()] == [output.resolve().name]
 
-
-def test_the_files_of_one_folder_are_read_on_both_taskmanagers(tmp_path, capsys, taskmanagers):
-    # One folder is one pattern, matched by one subtask; the files it matches are dealt out by
-    # path, so the step that reads them runs on every TaskManager (40 files over 4 slots: all on
-    # one TaskManager's two slots has a chance of 2 in 2**40).
-    folder = tmp_path / "stories"
-    folder.mkdir()
-    for number in range(40):
-        (folder / f"story{number:02d}.txt").write_text(
-            f"Story {number} is about a walk. " * 12, encoding="utf-8")
-    job_ids, _ = run(["cosmos", "paragraphs", "--input", str(folder), "--output", str(tmp_path / "out"),
-                      *FLINK], capsys)
-    # The step that reads the files is fused with the stages after it (no rebalance of the
-    # records): its vertex is the one counting the stories read, whose input is the files.
-    read = records_per_taskmanager(job_ids[-1], "ProgressRead")
-    assert set(read) == taskmanagers and all(n > 0 for n in read.values()), read
-    assert sum(read.values()) == 40
