@@ -119,7 +119,7 @@ test-beam: $(STAMP) $(WORDNET_STAMP) browser-deps
 	  $(BEAM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
 	    -e '.[dev,neural,annotators,docs]' 'apache-beam[aws]==$(VERSION)' && touch $(BEAM_VENV)/.installed-stamp; }
 	$(BEAM_VENV)/bin/python -c 'import apache_beam; assert apache_beam.__version__ == "$(VERSION)", apache_beam.__version__'
-	PATH=$(CURDIR)/$(BEAM_VENV)/bin:$$PATH NLTK_DATA=$(CURDIR)/$(VENV)/nltk_data $(BEAM_VENV)/bin/python -m pytest -m "not flink and not s3"
+	PATH=$(CURDIR)/$(BEAM_VENV)/bin:$$PATH NLTK_DATA=$(CURDIR)/$(VENV)/nltk_data $(BEAM_VENV)/bin/python -m pytest -m "not flink and not s3" $(XDIST) --timeout=$(TEST_TIMEOUT)
 
 # Unit tests only (no end-to-end pipelines, no real models).
 test-fast: $(STAMP) $(WORDNET_STAMP) browser-deps
