@@ -43,9 +43,11 @@ demo: $(STAMP) $(WORDNET_STAMP)
 	$(VENV)/bin/csdata demo --output out/demo
 
 # The unit suite runs on every core (up to 4; pytest-xdist, one test file per worker, so a
-# module's fixtures are built once). A test running past TEST_TIMEOUT seconds fails with its stack.
+# module's fixtures are built once). A test running past TEST_TIMEOUT seconds (SERVICES_TIMEOUT
+# for the Flink and S3 tests, whose longest takes about 4 min) fails with its stack.
 XDIST := -n auto --maxprocesses=4 --dist loadfile
 TEST_TIMEOUT ?= 900
+SERVICES_TIMEOUT ?= 600
 
 # The whole suite, then the tests on the real Flink cluster and S3 server (which `services-test`
 # starts and stops).
@@ -79,9 +81,9 @@ flink-down:
 # are stopped whether the checks pass or not.
 services-test: $(STAMP) $(WORDNET_STAMP) flink-fetch s3-fetch
 	status=0; PYTHON=$(CURDIR)/$(PY) $(S3) up --fresh && PYTHON=$(CURDIR)/$(PY) $(FLINK) up \
-	  && $(PY) -m pytest -m "flink or s3" -n 2 --dist loadgroup --timeout=$(TEST_TIMEOUT) \
+	  && $(PY) -m pytest -m "flink or s3" -n 2 --dist loadgroup --timeout=$(SERVICES_TIMEOUT) \
 	     tests/s3 tests/flink/test_flink_pipelines.py \
-	  && $(PY) -m pytest -m "flink or s3" --timeout=$(TEST_TIMEOUT) tests/flink/test_flink_faults.py \
+	  && $(PY) -m pytest -m "flink or s3" --timeout=$(SERVICES_TIMEOUT) tests/flink/test_flink_faults.py \
 	  || status=$$?; \
 	PYTHON=$(CURDIR)/$(PY) $(FLINK) down; PYTHON=$(CURDIR)/$(PY) $(S3) down; exit $$status
 

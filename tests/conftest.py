@@ -173,6 +173,7 @@ SLOW_MODULES = frozenset({
 XDIST_GROUPS = {"s3": "s3-server", "flink": "flink-cluster"}
 
 
+@pytest.hookimpl(tryfirst=True)   # before xdist's own, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
