@@ -75,15 +75,18 @@ flink-down:
 	PYTHON=$(CURDIR)/$(PY) $(FLINK) down
 
 # Every Beam pipeline on the cluster and in process, compared row by row, inputs and outputs on
-# S3, and the faults each must survive (tests/flink, tests/s3). The S3 tests (which restart the
-# server) and the cluster's pipeline tests run side by side, one xdist group each; the faults run
-# last and alone, as they kill TaskManagers and take the S3 server away. The cluster and the server
-# are stopped whether the checks pass or not.
+# S3, and the faults each must survive (tests/flink, tests/s3). First the S3 test files beside the
+# cluster's pipeline tests (two xdist workers, a file per worker: the pipeline tests, one file, run
+# one after another, as each counts its job's records per TaskManager); then, alone, what takes a
+# server away: the S3 server's restart and the faults (TaskManagers killed, the S3 server stopped).
+# The cluster and the server are stopped whether the checks pass or not.
+S3_RESTART := tests/s3/test_s3_service.py::test_data_survives_a_restart
 services-test: $(STAMP) $(WORDNET_STAMP) flink-fetch s3-fetch
 	status=0; PYTHON=$(CURDIR)/$(PY) $(S3) up --fresh && PYTHON=$(CURDIR)/$(PY) $(FLINK) up \
-	  && $(PY) -m pytest -m "flink or s3" -n 2 --dist loadgroup --timeout=$(SERVICES_TIMEOUT) \
-	     tests/s3 tests/flink/test_flink_pipelines.py \
-	  && $(PY) -m pytest -m "flink or s3" --timeout=$(SERVICES_TIMEOUT) tests/flink/test_flink_faults.py \
+	  && $(PY) -m pytest -m "flink or s3" -n 2 --dist loadfile --timeout=$(SERVICES_TIMEOUT) \
+	     tests/s3 tests/flink/test_flink_pipelines.py --deselect $(S3_RESTART) \
+	  && $(PY) -m pytest -m "flink or s3" --timeout=$(SERVICES_TIMEOUT) $(S3_RESTART) \
+	     tests/flink/test_flink_faults.py \
 	  || status=$$?; \
 	PYTHON=$(CURDIR)/$(PY) $(FLINK) down; PYTHON=$(CURDIR)/$(PY) $(S3) down; exit $$status
 

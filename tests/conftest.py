@@ -167,20 +167,10 @@ SLOW_MODULES = frozenset({
 })
 
 
-# The server each folder of tests needs to itself while it runs (`make services-test` runs the two
-# groups side by side with `--dist loadgroup`): the S3 tests restart the S3 server, and the Flink
-# tests count the records of their jobs on the cluster's TaskManagers.
-XDIST_GROUPS = {"s3": "s3-server", "flink": "flink-cluster"}
-
-
-@pytest.hookimpl(tryfirst=True)   # before xdist's own, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
-        folder = item.path.parent.name
-        if folder in XDIST_GROUPS:
-            item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[folder]))
 
 
 # ---- the S3 server of `make s3-up` (tests/s3/store.py) ----------------------------------------
