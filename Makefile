@@ -44,7 +44,7 @@ demo: $(STAMP) $(WORDNET_STAMP)
 
 # The unit suite runs on every core (up to 4; pytest-xdist, one test file per worker, so a
 # module's fixtures are built once). A test running past TEST_TIMEOUT seconds (SERVICES_TIMEOUT
-# for the Flink and S3 tests, whose longest takes about 4 min) fails with its stack.
+# for the Flink and S3 tests, whose longest takes 4 to 6 min) fails with its stack.
 XDIST := -n auto --maxprocesses=4 --dist loadfile
 TEST_TIMEOUT ?= 900
 SERVICES_TIMEOUT ?= 600
