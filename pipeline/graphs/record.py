@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from functools import partial
 from typing import Iterable, Mapping, Optional, Sequence
 
 import apache_beam as beam
@@ -39,7 +40,7 @@ from transforms.record.annotate.reuse import (
 )
 from transforms.record.annotate.stage import Annotate, AnnotateArticles
 from transforms.record.annotate.store import TABLE as ANNOTATIONS_TABLE
-from transforms.record.annotate.store import minhash_key, text_hash
+from transforms.record.annotate.store import minhash_key
 from transforms.record.curate import (
     DEDUP_ID,
     PASSAGE_STAGE,
@@ -48,9 +49,9 @@ from transforms.record.curate import (
     filter_passage,
     make_split_fn,
     passage_row,
-    shingles,
     splittable,
 )
+from transforms.record.entries import ReadKeptAndSplit, SignEntries, article_entry, entry_order
 from transforms.record.formats import read_url_list
 from transforms.record.machine_filter import STAGE as MACHINE_STAGE
 from transforms.record.machine_filter import MachineFilter, fold_summary
@@ -69,6 +70,8 @@ ANNOTATE_TABLES = (ANNOTATIONS_TABLE, "rejects")
 # of that name, which `run_record` turns into its `annotations` entry).
 REUSE_SECTION = "annotation_reuse"
 CURATED = "curated"   # the checkpoint of stages read to passage_split, in the work folder
+# Splits per part of that checkpoint: the parts are what is dealt out to the annotating workers.
+CURATED_PART = 200
 
 
 def read_url_info(pbegin, url_lists: Sequence[str]) -> Optional[beam.PCollection]:
@@ -113,13 +116,14 @@ class GenerateRecord(beam.PTransform):
             read = pbegin | "StoredAnnotations" >> ReadStoredAnnotations(
                 self._annotations, minhash_key(near.shingle_size, near.num_perm, spec.seed))
             stored, signatures = read.rows, (read[SIGNATURE_OUTPUT] if near.enabled else None)
-        # Reading and curation are kept in the work folder once done: a rerun starts after them.
-        curated = Checkpoint(self._work, CURATED)
+        # Reading and curation are kept in the work folder once done: a rerun starts after them,
+        # and a clean run goes on from the splits read back from there (none waits in a grouping).
+        curated = Checkpoint(self._work, CURATED, part_size=CURATED_PART)
         restored = curated.restored(pbegin)
         if restored is None:
             part = Ledger()
             splits = self._curate(pbegin, part, progress, signatures)
-            splits = curated.keep(splits, part.rejects, part.tallies)
+            splits = curated.keep_then_read(splits, part.rejects, part.tallies)
             ledger.rejects.extend(part.rejects)
             ledger.tallies.extend(part.tallies)
         else:
@@ -147,27 +151,31 @@ class GenerateRecord(beam.PTransform):
 
     def _curate(self, pbegin, ledger: Ledger, progress: ProgressLine,
                 signatures: Optional[beam.PCollection]) -> beam.PCollection:
-        """Read, drop duplicate ids and near duplicates, split passages: the passage splits."""
+        """Read, drop duplicate ids and near duplicates, split passages: the passage splits.
+
+        The groupings carry `ArticleEntry`s, not texts: the kept articles are read again from
+        their files to be split (`transforms.record.entries`). With `signatures` (stored with
+        annotations), entries are signed with them where the content matches."""
         spec = self._spec
         near, passage = spec.curation.near_duplicates, spec.passage
         collect = ledger.add
-        articles = collect(pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input, progress))
-        articles = articles | "ProgressRead" >> progress.step("read", "articles")
-        # Balances the local runner's workers (it deals the grouping's keys out in turn).
-        articles = articles | "OrderByWork" >> OrderByWork()
+        hasher = MinHasher(near.threshold, near.num_perm, spec.seed) if near.enabled else None
+        # Signed where read, unless stored signatures may spare the shingles (`SignEntries`).
+        entry = partial(article_entry, hasher=hasher if signatures is None else None,
+                        shingle_size=near.shingle_size)
+        entries = collect(pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input, progress, entry=entry))
+        entries = entries | "ProgressRead" >> progress.step("read", "articles")
         url_info = read_url_info(pbegin, self._url_lists)
-        articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds(url_info))
-        split = StageStep(SPLIT, make_split_fn(passage))
-        if not near.enabled:
-            return collect(articles | "SplitPassages" >> Stage(SPLIT, split.fn))
-        size = near.shingle_size
-        # From annotations, the signatures stored with them are used where the text matches.
-        # The passage split runs in the step that keeps the articles (`then`): one step fewer.
-        return collect(articles | "DropNearDuplicates" >> DropNearDuplicates(
-            near.threshold, near.num_perm, spec.seed,
-            shingles=lambda a: shingles(a, size), key=lambda a: a.id,
-            max_bucket=near.max_bucket, signatures=signatures, content_key=text_hash,
-            then=[split]))
+        entries = collect(entries | "DropDuplicateIds" >> DropDuplicateIds(url_info))
+        if hasher is not None:
+            if signatures is not None:
+                entries = entries | "SignEntries" >> SignEntries(signatures, hasher, spec.input, near.shingle_size)
+            entries = collect(entries | "DropNearDuplicates" >> DropNearDuplicates(
+                near.threshold, near.num_perm, spec.seed, shingles=None, key=lambda e: e.id,
+                max_bucket=near.max_bucket, signature=lambda e: e.signature))
+        # Balances the local runner's workers (it deals the grouping's keys out in turn).
+        entries = entries | "OrderByWork" >> OrderByWork(order=entry_order)
+        return collect(entries | "SplitPassages" >> ReadKeptAndSplit(spec.input, make_split_fn(passage)))
 
 
 def write_with_rejects(tables: dict[str, beam.PCollection], ledger: Ledger, out: str, shards: int,

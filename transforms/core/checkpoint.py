@@ -151,10 +151,11 @@ class KeepCheckpoint(beam.PTransform):
     """Write a stage group's `(kept, rejects, tallies)` as committed parts under `folder`, then
     `done.json`; returns the one-element PCollection of what `done.json` says."""
 
-    def __init__(self, folder: str, stage: str):
+    def __init__(self, folder: str, stage: str, part_size: int = PART_SIZE):
         super().__init__()
         self._folder = folder.rstrip("/")
         self._stage = stage
+        self._part_size = part_size
 
     def expand(self, outputs):
         folder, stage = self._folder, self._stage
@@ -162,7 +163,7 @@ class KeepCheckpoint(beam.PTransform):
         for name, pcoll in zip(OUTPUTS, outputs):
             committed.append(
                 pcoll
-                | f"Write{name.capitalize()}Parts" >> beam.ParDo(WritePartsFn(f"{folder}/{name}"))
+                | f"Write{name.capitalize()}Parts" >> beam.ParDo(WritePartsFn(f"{folder}/{name}", self._part_size))
                 # Only what a successful bundle wrote gets past the shuffle.
                 | f"Settle{name.capitalize()}Parts" >> beam.Reshuffle()
                 | f"Commit{name.capitalize()}Parts" >> beam.Map(commit_part))
@@ -173,19 +174,25 @@ class KeepCheckpoint(beam.PTransform):
 
 
 class RestoreCheckpoint(beam.PTransform):
-    """`(kept, rejects, tallies)` read back from the committed parts of a done checkpoint."""
+    """`(kept, rejects, tallies)` read back from the committed parts of a done checkpoint (only
+    `outputs` of them, in that order, when given). With `hold` (the one-element PCollection of
+    `done.json` being written), the parts are matched once it is there."""
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str, outputs: Sequence[str] = OUTPUTS, hold: Any = None):
         super().__init__()
         self._folder = folder.rstrip("/")
+        self._outputs = tuple(outputs)
+        self._hold = hold
 
     def expand(self, pbegin):
         restored = []
-        for name in OUTPUTS:
+        for name in self._outputs:
             title = name.capitalize()
+            pattern = pbegin | f"{title}Pattern" >> beam.Create([f"{self._folder}/{name}/*{PART_SUFFIX}{COMMITTED}"])
+            if self._hold is not None:
+                pattern = after_done(pattern, self._hold, f"{title}AfterDone")
             restored.append(
-                pbegin
-                | f"{title}Pattern" >> beam.Create([f"{self._folder}/{name}/*{PART_SUFFIX}{COMMITTED}"])
+                pattern
                 | f"Match{title}Parts" >> beam.FlatMap(committed_parts)
                 | f"Spread{title}Parts" >> Spread(key=lambda path: path)
                 | f"Read{title}Parts" >> beam.FlatMap(read_part))
@@ -200,9 +207,10 @@ class Checkpoint:
     with `kept = checkpoint.keep(kept, rejects, tallies)`.
     """
 
-    def __init__(self, work: Optional[str], stage: str):
+    def __init__(self, work: Optional[str], stage: str, part_size: int = PART_SIZE):
         self.folder = None if work is None else f"{work.rstrip('/')}/{stage}"
         self.stage = stage
+        self.part_size = part_size
         self.done = read_done(self.folder) if self.folder else None
 
     def restored(self, pbegin) -> Optional[tuple]:
@@ -221,6 +229,19 @@ class Checkpoint:
         done = self.keep_parts(kept, rejects, tallies)
         return kept if done is None else after_done(kept, done, f"After{_camel(self.stage)}Kept")
 
+    def keep_then_read(self, kept, rejects: Sequence, tallies: Sequence):
+        """`keep`, but what goes on is `kept` read back from its committed parts once the
+        checkpoint is done, not `kept` held back: only the parts' pattern waits for `done.json`,
+        so a run whose `kept` carries texts holds none of them (Beam's in-process runner keeps
+        whatever waits for a side input in its driver). The parts are spread over the workers
+        as a rerun's are. Without a work folder: `kept` itself."""
+        done = self.keep_parts(kept, rejects, tallies)
+        if done is None or self.folder is None:
+            return kept
+        restore = RestoreCheckpoint(self.folder, ("kept",), hold=done)
+        (read,) = kept.pipeline | f"ReadKept{_camel(self.stage)}" >> restore
+        return read
+
     def keep_parts(self, kept, rejects: Sequence, tallies: Sequence):
         """`keep` without holding `kept` back: returns the one-element PCollection of `done.json`
         (None without a work folder), for the caller to hold back (`after_done`) what the later
@@ -233,7 +254,7 @@ class Checkpoint:
         title = _camel(self.stage)
         outputs = (kept, rejects | f"Flatten{title}Rejects" >> beam.Flatten(),
                    tallies | f"Flatten{title}Tallies" >> beam.Flatten())
-        return outputs | f"Keep{title}" >> KeepCheckpoint(self.folder, self.stage)
+        return outputs | f"Keep{title}" >> KeepCheckpoint(self.folder, self.stage, self.part_size)
 
 
 def after_done(pcoll, done, label: str):

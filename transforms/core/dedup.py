@@ -115,14 +115,20 @@ class SignFn(beam.DoFn):
     `(id, (ELEMENT, element))` on the KEYED output, for the join with the verdicts (a DoFn for
     the tagged output: one step instead of a keying step beside it)."""
 
-    def __init__(self, hasher: MinHasher, shingles: Callable[[Any], set[bytes]],
-                 key: Callable[[Any], str], payload: Callable[[Any], Any]):
+    def __init__(self, hasher: MinHasher, shingles: Optional[Callable[[Any], set[bytes]]],
+                 key: Callable[[Any], str], payload: Callable[[Any], Any],
+                 signature: Optional[Callable[[Any], Optional[np.ndarray]]] = None):
         self._hasher, self._shingles, self._key, self._payload = hasher, shingles, key, payload
+        self._signature = signature
 
     def process(self, element: Any) -> Iterator[Any]:
         record_id = self._key(element)
         yield beam.pvalue.TaggedOutput(KEYED, (record_id, (ELEMENT, element)))
-        signature = self._hasher.signature(self._shingles(element))
+        if self._signature is not None:
+            signature = self._signature(element)
+        else:
+            assert self._shingles is not None
+            signature = self._hasher.signature(self._shingles(element))
         if signature is None:
             return
         for band_key in self._hasher.band_keys(signature):
@@ -186,23 +192,31 @@ class DropNearDuplicates(beam.PTransform):
     threshold, permutations and seed (stored annotations), are used for the elements whose
     `content_key(element)` they carry, instead of hashing their shingles again.
 
+    `signature(element)`, when given, is the element's signature made earlier with the same
+    threshold, permutations and seed (None: no shingles), instead of `shingles`: for elements
+    that carry their signature and not their text.
+
     `then`: stages applied to each kept element in the same step as the verdict (`ChainedStages`:
     one step fewer per stage); their rejects and tallies join this stage's, and the kept values
     are those of the last one.
     """
 
     def __init__(self, threshold: float, num_perm: int, seed: int,
-                 shingles: Callable[[Any], set[bytes]], key: Callable[[Any], str],
+                 shingles: Optional[Callable[[Any], set[bytes]]], key: Callable[[Any], str],
                  stage: str = DEDUP_NEAR, max_bucket: int = 2000,
                  payload: Callable[[Any], Any] = lambda _: None,
                  confirm: Optional[Callable[[Any, Any], bool]] = None,
                  signatures: Optional[beam.PCollection] = None,
                  content_key: Optional[Callable[[Any], str]] = None,
-                 then: Sequence[StageStep] = ()):
+                 then: Sequence[StageStep] = (),
+                 signature: Optional[Callable[[Any], Optional[np.ndarray]]] = None):
         super().__init__()
+        self._signature = signature
         self._then = tuple(then)
         if signatures is not None and content_key is None:
             raise ValueError("stored signatures need content_key")
+        if shingles is None and (signature is None or signatures is not None):
+            raise ValueError("without shingles, every element needs its signature (signature=)")
         self._hasher = MinHasher(threshold, num_perm, seed)
         self._shingles, self._key, self._payload, self._confirm = shingles, key, payload, confirm
         self._stage, self._max_bucket = stage, max_bucket
@@ -212,9 +226,9 @@ class DropNearDuplicates(beam.PTransform):
         threshold, max_bucket, confirm = self._hasher.threshold, self._max_bucket, self._confirm
         key, stage = self._key, self._stage
         content_key = self._content_key
-        if self._signatures is None or content_key is None:
+        if self._signatures is None or content_key is None or self._shingles is None:
             signed = elements | "SignAndBand" >> beam.ParDo(
-                SignFn(self._hasher, self._shingles, key, self._payload)).with_outputs(KEYED, main="bands")
+                SignFn(self._hasher, self._shingles, key, self._payload, self._signature)).with_outputs(KEYED, main="bands")
             bands, keyed = signed.bands, signed[KEYED]
         else:
             signed = ((elements | "KeyById" >> beam.Map(lambda e: (key(e), (ELEMENT, e))), self._signatures)

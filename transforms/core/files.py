@@ -246,9 +246,17 @@ def number_ranges(item: tuple[str, Iterable[tuple[int, int, int, int]]]) -> Iter
         first += newlines
 
 
-def read_range(item: NumberedRange, splitter: Splitter) -> Iterator[Any]:
+def read_keyed(item: NumberedRange, splitter: Splitter) -> Iterator[tuple[NumberedRange, Any]]:
+    """`(read unit, raw record)` of each record of one read unit (`read_range`): for a step that
+    reads a record again later from its unit (`read_range(unit, splitter, count=False)`)."""
+    for record in read_range(item, splitter):
+        yield item, record
+
+
+def read_range(item: NumberedRange, splitter: Splitter, count: bool = True) -> Iterator[Any]:
     """The raw records of one read unit: a file read whole (`end` is `WHOLE`) with
-    `splitter(path, handle)`, or a range of a line file with `splitter(path, lines, first_line=N)`."""
+    `splitter(path, handle)`, or a range of a line file with `splitter(path, lines, first_line=N)`.
+    `count=False` reads a unit again without counting it as read (`read.files_read`, `bytes_read`)."""
     path, start, end, first_line = item
     with open_file(path) as handle:
         if end == WHOLE:
@@ -259,6 +267,8 @@ def read_range(item: NumberedRange, splitter: Splitter) -> Iterator[Any]:
             lines = LineRange(handle, start, end)
             yield from splitter(path, io.BufferedReader(lines, buffer_size=_CHUNK), first_line=first_line)
             size = lines.size
+    if not count:
+        return
     if start == 0:
         _count("files_read")
     _count("bytes_read", size)
@@ -280,6 +290,8 @@ class ReadRawRecords(beam.PTransform):
         range_bytes: the size of a range of a line file.
         rebalance: deal the records out over the workers after reading (a grouping that
             carries every record: leave it off where the files are many and small).
+        keyed: emit `(read unit, record)` pairs (`read_keyed`), never rebalanced: for a graph
+            that decides on small entries and reads the records it keeps again from their units.
         progress: a run's progress line, for the files matched and read (the total of the
             second is the first).
     """
@@ -288,9 +300,10 @@ class ReadRawRecords(beam.PTransform):
                  folder_files: Optional[FolderFiles] = None,
                  line_files: Optional[Callable[[str], bool]] = None,
                  range_bytes: int = RANGE_BYTES, progress: Optional[ProgressLine] = None,
-                 rebalance: bool = True):
+                 rebalance: bool = True, keyed: bool = False):
         super().__init__()
-        self._rebalance = rebalance
+        self._rebalance = rebalance and not keyed
+        self._keyed = keyed
         self._progress = progress
         if range_bytes < 1:
             raise ValueError(f"range_bytes must be positive, got {range_bytes}")
@@ -325,7 +338,7 @@ class ReadRawRecords(beam.PTransform):
             # Counted as each file is dealt to the step that reads it (fused with it).
             units = units | "ProgressFiles" >> self._progress.step(
                 "read", "files", count=lambda unit: 1 if unit[1] == 0 else 0)
-        records = units | "ReadFiles" >> beam.FlatMap(read_range, splitter)
+        records = units | "ReadFiles" >> beam.FlatMap(read_keyed if self._keyed else read_range, splitter)
         if not self._rebalance:
             return records
         return records | "Rebalance" >> Spread()

@@ -38,14 +38,14 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import PurePosixPath
-from typing import Iterator, Optional, Union
+from typing import Any, Callable, Collection, Iterator, Optional, Union
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from data_specs.models import RecordInputSection
 from transforms.core.accounting import NAMESPACE, Reject
-from transforms.core.files import FolderFiles, ReadRawRecords
+from transforms.core.files import FolderFiles, NumberedRange, ReadRawRecords, read_range
 from transforms.core.progress import ProgressLine
 from transforms.core.stages import Stage
 from transforms.core.text import Decoded, Undecodable, decode_text
@@ -96,12 +96,13 @@ def _count_decoding(decoded: Decoded, removed: int = 0) -> None:
         Metrics.counter(NAMESPACE, f"{STAGE}.control_chars_removed").inc(decoded.control_chars + removed)
 
 
-def parse_raw_record(record: RawRecord, default_source: Union[str, RecordInputSection] = ""
-                     ) -> Iterator[Union[Article, Reject]]:
+def parse_raw_record(record: RawRecord, default_source: Union[str, RecordInputSection] = "",
+                     count: bool = True) -> Iterator[Union[Article, Reject]]:
     """Turn a raw record into an Article, or a Reject naming why it could not be read.
 
     `default_source` is the spec's `input` section (or only its `default_source`, with the
-    shipped defaults for the rest).
+    shipped defaults for the rest). `count=False` parses a record read again without bumping
+    the decoding counters a second time.
     """
     section = input_section(default_source)
     kind, origin, payload = record
@@ -135,7 +136,8 @@ def parse_raw_record(record: RawRecord, default_source: Union[str, RecordInputSe
             return
         if not article.source:
             article = replace(article, source=source_from_path(origin) or section.default_source)
-    _count_decoding(decoded, removed)
+    if count:
+        _count_decoding(decoded, removed)
     article = replace(article, encoding=decoded.encoding)
     if not article.paragraphs:
         yield Reject(STAGE, EMPTY_ARTICLE, article.id, origin)
@@ -157,18 +159,42 @@ class ReadArticles(beam.PTransform):
     is read in byte ranges by several workers. `section` is the spec's `input` section (a plain
     string: its `default_source`, the rest as shipped). Returns `(articles, rejects, tallies)`
     like `Stage`. With `progress`, the run's line counts the files matched and read.
+
+    With `entry`, each article becomes `entry(read unit, article)` where it was read, and the
+    records are not rebalanced: for a graph whose groupings carry entries, not texts, and which
+    reads the articles it keeps again from their units (`read_articles_again`).
     """
 
     def __init__(self, patterns: list[str], section: Union[str, RecordInputSection] = "",
-                 progress: Optional[ProgressLine] = None):
+                 progress: Optional[ProgressLine] = None,
+                 entry: Optional[Callable[[NumberedRange, Article], Any]] = None):
         super().__init__()
         self._patterns = list(patterns)
         self._section = input_section(section)
         self._progress = progress
+        self._entry = entry
 
     def expand(self, pbegin):
-        section = self._section
+        section, entry = self._section, self._entry
         raw = pbegin | "ReadFiles" >> ReadRawRecords(
             self._patterns, iter_raw_records, folder_files=FolderFiles(SUPPORTED_SUFFIXES),
-            line_files=is_line_file, progress=self._progress)
-        return raw | "Parse" >> Stage(STAGE, lambda r: parse_raw_record(r, section))
+            line_files=is_line_file, progress=self._progress, keyed=entry is not None)
+        if entry is None:
+            return raw | "Parse" >> Stage(STAGE, lambda r: parse_raw_record(r, section))
+        return raw | "Parse" >> Stage(STAGE, lambda keyed: (
+            entry(keyed[0], outcome) if isinstance(outcome, Article) else outcome
+            for outcome in parse_raw_record(keyed[1], section)))
+
+
+def read_articles_again(unit: NumberedRange, origins: Collection[str],
+                        section: Union[str, RecordInputSection] = "") -> Iterator[Article]:
+    """The articles of one read unit whose origins are `origins`, read and parsed again as
+    `ReadArticles` read them (same spec section) without counting the reading twice; the other
+    records of the unit are not parsed."""
+    section = input_section(section)
+    for record in read_range(unit, iter_raw_records, count=False):
+        if record[0] == "reject" or record[1] not in origins:
+            continue
+        for outcome in parse_raw_record(record, section, count=False):
+            if isinstance(outcome, Article):
+                yield outcome
