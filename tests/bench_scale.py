@@ -49,7 +49,7 @@ with services/flink/flink.sh when `flink` is asked for and none answers, and sto
 `--json` (out/bench-scale.json).
 
     .venv/bin/python tests/bench_scale.py [--scales 1,10,30] [--runners local,flink] [--base 550,300]
-        [--blog-shape real|copies] [--workers 2] [--json out/bench-scale.json] [--workdir DIR]
+        [--blog-shape real|copies] [--commands "record generate,..."] [--workers 2] [--json out/bench-scale.json] [--workdir DIR]
         [--keep] [--check]
     .venv/bin/python tests/bench_scale.py [--blogs DIR] [--stories DIR [--url-list PATH ...]]
         [--runners local,flink] ...
@@ -526,11 +526,12 @@ def markdown_stages(runs: Sequence[Run]) -> str:
     return "\n".join(lines)
 
 
-def check_goals(runs: Sequence[Run], scales: Sequence[int], runners: Sequence[str], goals: GoalCheck) -> None:
+def check_goals(runs: Sequence[Run], scales: Sequence[int], runners: Sequence[str], goals: GoalCheck,
+                commands: Sequence[str] = COMMANDS) -> None:
     """Peak RSS against the previous scale and wall time against the first, per runner and command."""
     found = {(r.runner, r.command, r.scale): r for r in runs}
     for runner in runners:
-        for command in COMMANDS:
+        for command in commands:
             if len(scales) == 1:
                 goals.skipped(Goal(f"peak RSS, a scale / the one before, {command}, {runner}", "<=",
                                    RSS_GOAL, "x"), "one scale in --scales")
@@ -587,7 +588,7 @@ def run_generated(args: argparse.Namespace, workdir: Path, runs: list[Run]) -> N
               f"({corpus.blog_posts:,} posts)", file=sys.stderr)
         for runner in args.runners:
             inputs: dict[str, Any] = {"corpus": corpus}
-            for command in COMMANDS:
+            for command in args.commands:
                 output = workdir / f"{scale}x" / f"{runner}-{command.replace(' ', '-')}"
                 if command == "record filter" and runs[-1].code != 0:
                     runs.append(Run(scale, runner, command, -1, log="not run: record generate failed"))
@@ -618,6 +619,17 @@ def run_real(folders: Sequence[RealFolder], args: argparse.Namespace, workdir: P
                     shutil.rmtree(output, ignore_errors=True)
 
 
+def command_list(text: str) -> list[str]:
+    """`--commands`: a comma-separated subset of COMMANDS, in their order."""
+    asked = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [c for c in asked if c not in COMMANDS]
+    if unknown or not asked:
+        raise argparse.ArgumentTypeError(f"expected some of {', '.join(COMMANDS)}, got {text!r}")
+    if "record filter" in asked and "record generate" not in asked:
+        raise argparse.ArgumentTypeError("record filter needs record generate")
+    return [c for c in COMMANDS if c in asked]
+
+
 def main() -> None:
     parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", type=int_list, help="N x of the base corpus (1,10,30)")
@@ -637,6 +649,9 @@ def main() -> None:
     parser.add_argument("--url-list", type=Path, action="append", default=[], metavar="PATH",
                         help="with --stories: a URL list (all_train.txt ...) for `record generate` (repeatable)")
     parser.add_argument("--workers", type=int, default=2, help="local runner's worker processes (2)")
+    parser.add_argument("--commands", type=command_list, default=list(COMMANDS),
+                        help="generated corpus: which of the three commands run (all; `record filter` "
+                             "needs `record generate`)")
     parser.add_argument("--json", type=Path, default=ROOT / "out" / "bench-scale.json", help="results file")
     parser.add_argument("--workdir", type=Path, help="where corpora and outputs go (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the corpora and outputs")
@@ -694,7 +709,7 @@ def main() -> None:
     if real_mode:
         check_real_goals(runs, [real.command for real in folders], args.runners, goals)
     else:
-        check_goals(runs, args.scales, args.runners, goals)
+        check_goals(runs, args.scales, args.runners, goals, args.commands)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     corpus: dict[str, Any] = (
         {"real": {real.option: {"folder": str(real.whole), "files": len(real.files),

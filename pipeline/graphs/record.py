@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 from functools import partial
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -26,21 +26,17 @@ from transforms.core.memo import resume_work
 from transforms.core.progress import ProgressLine
 from transforms.core.provenance import file_metadata
 from transforms.core.sinks import WriteTable, WriteTables
-from transforms.core.stages import ChainedStages, Ledger, Stage, StageStep, Summarize
+from transforms.core.stages import ChainedStages, Ledger, StageStep, Summarize
 from transforms.record.annotate import STAGE as ANNOTATE_STAGE
 from transforms.record.annotate.backends.allennlp import write_inputs
 from transforms.record.annotate.compare import CompareAnnotations, compare_report
 from transforms.record.annotate.order import OrderByWork
 from transforms.record.annotate.registry import check_cacheable, check_models, single_backend
-from transforms.record.annotate.reuse import (
-    SIGNATURE_OUTPUT,
-    ReadStoredAnnotations,
-    article_minhash,
-    signed_rows,
-)
+from transforms.record.annotate.reuse import SIGNATURE_OUTPUT, ReadStoredAnnotations, article_minhash
 from transforms.record.annotate.stage import Annotate, AnnotateArticles
 from transforms.record.annotate.store import TABLE as ANNOTATIONS_TABLE
-from transforms.record.annotate.store import minhash_key
+from transforms.record.annotate.store import annotation_row, minhash_key
+from transforms.record.article import Article
 from transforms.record.curate import (
     DEDUP_ID,
     PASSAGE_STAGE,
@@ -178,6 +174,18 @@ class GenerateRecord(beam.PTransform):
         return collect(entries | "SplitPassages" >> ReadKeptAndSplit(spec.input, make_split_fn(passage)))
 
 
+def deduplicated(pbegin, inputs: Sequence[str], spec: RecordSpec, url_lists: Sequence[str],
+                 then: Callable[[Article], Iterable[Any]]) -> beam.PCollection:
+    """`then(article)` of each article of `inputs` left after dropping duplicate ids (URL-list
+    fields joined), its rejects left out: for the tools that annotate or export what a generate
+    run would read. The grouping carries entries; the kept articles are read again."""
+    entries, _, _ = pbegin | "ReadArticles" >> ReadArticles(list(inputs), spec.input, entry=article_entry)
+    url_info = read_url_info(pbegin, url_lists)
+    entries, _, _ = entries | "DropDuplicateIds" >> DropDuplicateIds(url_info)
+    kept, _, _ = entries | "ReadKept" >> ReadKeptAndSplit(spec.input, then)
+    return kept
+
+
 def write_with_rejects(tables: dict[str, beam.PCollection], ledger: Ledger, out: str, shards: int,
                        file_metadata: Optional[Mapping[str, str]]) -> beam.PCollection:
     """`WriteTables` of `tables` (name: rows) and the "rejects" table, whose parts are the
@@ -244,25 +252,24 @@ class AnnotateRecordArticles(beam.PTransform):
         ledger = Ledger()
         collect = ledger.add
         progress = ProgressLine(self._progress)
-        articles = collect(pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input, progress))
-        articles = articles | "ProgressRead" >> progress.step("read", "articles")
-        articles = articles | "OrderByWork" >> OrderByWork()
-        articles = collect(articles | "DropDuplicateIds" >> DropDuplicateIds())
-        articles = collect(articles | "Splittable" >> Stage(SPLIT, splittable))
-        annotations = collect(articles | "Annotate" >> AnnotateArticles(
-            spec.annotator, spec.coref, resume_work(self._work, spec.output.resume_every)))
-        annotations = annotations | "ProgressAnnotated" >> progress.step("annotated", "articles")
+        # The grouping by id carries entries; the kept articles are read again from their files.
+        entries = collect(pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input, progress,
+                                                                  entry=article_entry))
+        entries = entries | "ProgressRead" >> progress.step("read", "articles")
+        entries = collect(entries | "DropDuplicateIds" >> DropDuplicateIds())
+        entries = entries | "OrderByWork" >> OrderByWork(order=entry_order)
+        articles = collect(entries | "Splittable" >> ReadKeptAndSplit(spec.input, splittable))
+        # Each annotation comes out with its article, whose texts (the NER post-rules) and, with
+        # near-duplicate removal on, MinHash signature go into its row: no join.
+        pairs = collect(articles | "Annotate" >> AnnotateArticles(
+            spec.annotator, spec.coref, resume_work(self._work, spec.output.resume_every), paired=True))
+        pairs = pairs | "ProgressAnnotated" >> progress.step("annotated", "articles")
         near = spec.curation.near_duplicates
         rules = tuple(spec.annotator.ner_rules)
-        # Each row also carries the entities after the NER post-rules (made from the article's
-        # texts) and, with near-duplicate removal on, the article's MinHash signature: joined by id.
         hasher = MinHasher(near.threshold, near.num_perm, spec.seed) if near.enabled else None
         key, size = minhash_key(near.shingle_size, near.num_perm, spec.seed), near.shingle_size
-        sides = articles | "ArticleSides" >> beam.Map(
-            lambda a: (a.id, (1, (article_minhash(a, hasher, key, size), [*a.paragraphs, *a.highlights]))))
-        rows = (((annotations | "KeyAnnotations" >> beam.Map(lambda a: (a.article_id, (0, a)))), sides)
-                | "FlattenSides" >> beam.Flatten() | "JoinArticles" >> beam.GroupByKey()
-                | "AnnotationRows" >> beam.FlatMap(signed_rows, rules))
+        rows = pairs | "AnnotationRows" >> beam.Map(lambda pair: annotation_row(
+            pair[1], article_minhash(pair[0], hasher, key, size), [*pair[0].paragraphs, *pair[0].highlights], rules))
         write_with_rejects({ANNOTATIONS_TABLE: rows}, ledger, out, shards, self._meta)
         return (ledger.tallies | "FlattenAllTallies" >> beam.Flatten()
                 | "Summarize" >> Summarize(f"{out}/summary.json", ANNOTATE_STAGES, few=True))
@@ -368,10 +375,7 @@ class CompareRecordAnnotators(beam.PTransform):
 
     def expand(self, pbegin):
         spec, out = self._spec, self._output
-        articles, _, _ = pbegin | "ReadArticles" >> ReadArticles(self._inputs, spec.input)
-        url_info = read_url_info(pbegin, self._url_lists)
-        articles, _, _ = articles | "DropDuplicateIds" >> DropDuplicateIds(url_info)
-        splits, _, _ = articles | "SplitPassages" >> Stage(SPLIT, make_split_fn(spec.passage))
+        splits = deduplicated(pbegin, self._inputs, spec, self._url_lists, make_split_fn(spec.passage))
         a, rejects_a, _ = splits | "AnnotateA" >> Annotate(single_backend(spec.annotator, self._a), spec.coref)
         b, rejects_b, _ = splits | "AnnotateB" >> Annotate(single_backend(spec.annotator, self._b), spec.coref)
         counts = (a, b) | "Compare" >> CompareAnnotations()
@@ -403,9 +407,7 @@ def run_annotation_inputs(spec: RecordSpec, inputs: Sequence[str], output: str,
                           url_lists: Sequence[str] = (), options: Optional[PipelineOptions] = None) -> None:
     """Write `coref_input.jsonl` and `ner_input.jsonl` for `allennlp predict` (one shard each)."""
     pipeline = new_pipeline(options)
-    articles, _, _ = pipeline | "ReadArticles" >> ReadArticles(list(inputs), spec.input)
-    url_info = read_url_info(pipeline, url_lists)
-    articles, _, _ = articles | "DropDuplicateIds" >> DropDuplicateIds(url_info)
+    articles = deduplicated(pipeline, inputs, spec, url_lists, lambda article: [article])
     lines = articles | "InputLines" >> beam.Map(lambda a: write_inputs([a]))
     out = output.rstrip("/")
     for index, name in ((0, "coref_input"), (1, "ner_input")):

@@ -182,3 +182,17 @@ def test_a_run_from_annotations_carries_no_text_before_the_reuse_join(tmp_path):
     checked = assert_no_grouping_carries(p, " the ", skip=(*WRITERS, "Annotate/"))
     p.run().wait_until_finish()
     assert checked >= 9
+
+
+def test_record_annotate_carries_no_text_in_a_grouping(tmp_path):
+    # `record annotate`: the grouping by id carries entries, the kept articles are read again
+    # from their files, and each annotation leaves the model with its article (no join).
+    from pipeline.graphs.record import AnnotateRecordArticles
+
+    spec = load_dataset_spec(RecordSpec, "record")
+    p = beam_test_pipeline()
+    p | AnnotateRecordArticles(spec, INPUTS, str(tmp_path / "annotations"), progress=False,
+                               work=str(tmp_path / "work"))
+    checked = assert_no_grouping_carries(p, " the ", skip=WRITERS)
+    p.run().wait_until_finish()
+    assert checked >= 2    # by id, by read unit

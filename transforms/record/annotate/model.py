@@ -39,12 +39,14 @@ class AnnotateFn(beam.DoFn):
     (every article's annotations were stored) never loads the model. With `articles`, batches
     hold articles and the results are their stored-form annotations (`annotate_articles`);
     otherwise splits. With `memo`, batches hold `(item, stored result or None)` pairs and only
-    the items without a stored result are annotated (`transforms.core.memo`).
+    the items without a stored result are annotated (`transforms.core.memo`). With `paired`,
+    each result that is not a reject goes out as `(item, result)`.
     """
 
     def __init__(self, annotator: AnnotatorSection, coref: CorefSection, name: str,
                  shared_handle: shared.Shared, passage: Optional[PassageSection] = None,
-                 articles: bool = False, memo: Optional[MemoizedModel] = None):
+                 articles: bool = False, memo: Optional[MemoizedModel] = None, paired: bool = False):
+        self._paired = paired
         self._annotator_section = annotator
         self._coref = coref
         self._name = name
@@ -110,6 +112,9 @@ class AnnotateFn(beam.DoFn):
             results = self._annotate(batch)
         else:
             results = self._memo.results(batch, self._annotate)
+        if self._paired:
+            items = batch if self._memo is None else [item for item, _ in batch]
+            results = [r if isinstance(r, Reject) else (item, r) for item, r in zip(items, results)]
         yield from self._tally.route(len(batch), results)
 
 
@@ -117,12 +122,14 @@ class AnnotateWithModel(beam.PTransform):
     """Batch passage splits (or, with `articles`, whole articles) and annotate them with a model
     backend on the workers; `passage` lets the backend skip rests that cannot matter. With
     `work` (a work folder), the results are kept there and a rerun annotates only the items
-    whose results are not."""
+    whose results are not. With `paired`, the annotated output holds `(item, annotations)`
+    pairs, for a step that needs both without a join."""
 
     def __init__(self, annotator: AnnotatorSection, coref: CorefSection, name: str,
                  passage: Optional[PassageSection] = None, articles: bool = False,
-                 work: WorkLike = None):
+                 work: WorkLike = None, paired: bool = False):
         super().__init__()
+        self._paired = paired
         self._annotator = annotator
         self._coref = coref
         self._name = name
@@ -143,7 +150,7 @@ class AnnotateWithModel(beam.PTransform):
             | "Batch" >> beam.BatchElements(min_batch_size=section.min_articles_per_call,
                                             max_batch_size=section.max_articles_per_call)
             | "RunModel" >> beam.ParDo(AnnotateFn(section, self._coref, self._name, shared.Shared(),
-                                                  self._passage, self._articles, memo))
+                                                  self._passage, self._articles, memo, self._paired))
             .with_outputs(REJECTS, TALLIES, main="annotated")
         )
         return results.annotated, results[REJECTS], results[TALLIES]

@@ -7,13 +7,12 @@ What a row holds and when it matches an article is `transforms.record.annotate.s
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional
 
 import apache_beam as beam
 
 from transforms.core.dedup import SIGNATURE_SIDE, MinHasher
-from transforms.core.stages import split_sides
-from transforms.record.annotate.store import TABLE, annotation_row
+from transforms.record.annotate.store import TABLE
 from transforms.record.annotate.stored import STORED_SIDE, UNIT_COLUMNS, matching_paths, parquet_rows
 from transforms.record.article import Article
 from transforms.record.curate import shingles
@@ -60,12 +59,3 @@ def article_minhash(article: Article, hasher: Optional[MinHasher], key: str, siz
     """`(minhash_key, signature)` of an article for its annotation row; `("", [])` without a
     hasher (near-duplicate removal off)."""
     return (key, article_signature(article, hasher, size)) if hasher is not None else ("", [])
-
-
-def signed_rows(grouped: tuple[str, Iterable[tuple[int, Any]]], rules: Sequence[str] = ()) -> Iterator[dict]:
-    """The annotation row of an article with its signature and its entities after the NER
-    post-`rules` (no row when the article was not annotated)."""
-    annotations, sides = split_sides(grouped[1], 0)
-    for annotation in annotations:
-        minhash, texts = sides[0] if sides else (("", ()), None)
-        yield annotation_row(annotation, minhash, texts, rules)

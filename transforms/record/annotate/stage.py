@@ -28,10 +28,13 @@ class AnnotateArticles(beam.PTransform):
 
     Returns `(annotations, rejects, tallies)`; only the spaCy backend stores its annotations.
     With `work` (a work folder), a rerun annotates only the articles whose results are not there.
+    With `paired`, the annotations go out as `(article, annotations)` pairs.
     """
 
-    def __init__(self, annotator: AnnotatorSection, coref: CorefSection, work: WorkLike = None):
+    def __init__(self, annotator: AnnotatorSection, coref: CorefSection, work: WorkLike = None,
+                 paired: bool = False):
         super().__init__()
+        self._paired = paired
         check_cacheable(annotator)
         self._annotator = annotator
         self._coref = coref   # unused by the model pass: chains are made when splits are assembled
@@ -40,7 +43,8 @@ class AnnotateArticles(beam.PTransform):
     def expand(self, articles):
         PRECHECKS[self._annotator.name](self._annotator)
         return articles | _camel(self._annotator.name) >> AnnotateWithModel(
-            self._annotator, self._coref, self._annotator.name, articles=True, work=self._work)
+            self._annotator, self._coref, self._annotator.name, articles=True, work=self._work,
+            paired=self._paired)
 
 
 def backend_for(article_origin: str, default: str, per_input: Mapping[str, str]) -> str:
