@@ -96,7 +96,11 @@ def commit_part(path: str) -> tuple[str, int]:
 
 def read_part(committed: str) -> Iterator[Any]:
     """The elements of the part whose `.ok` record is `committed`."""
-    path = committed[:-len(COMMITTED)]
+    return read_part_file(committed[:-len(COMMITTED)])
+
+
+def read_part_file(path: str) -> Iterator[Any]:
+    """The elements of the part `path` (`write_part`'s), or an error naming it."""
     try:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
             elements = pickle.loads(handle.read())

@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from functools import partial
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -51,10 +51,15 @@ from data_specs.models import (
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
 from transforms.core.checkpoint import after_done
-from transforms.core.hashing import unit_hash
 from transforms.core.memo import MemoizedModel, WorkLike, step_memo
 from transforms.core.models import load_spacy
 from transforms.core.stages import Ledger, Stage, route
+from transforms.cosmos.blog_sample import (
+    SAMPLE_STAGE,
+    SampleFromParts,
+    sample_paragraphs,
+    work_folder,
+)
 from transforms.cosmos.read import TEXT_TOO_LONG, Story, read_stories_again
 from transforms.cosmos.scorers import make_coherence_scorer
 from transforms.cosmos.segment import STAGE as SEGMENT_STAGE
@@ -65,12 +70,11 @@ from transforms.cosmos.segment import (
     segment_story,
     split_long_sentence,
 )
-from transforms.cosmos.story_sample import NOT_SAMPLED, STORY_SAMPLE_STAGE, sample_stories
+from transforms.cosmos.story_sample import STORY_SAMPLE_STAGE, sample_stories
 
 STORY_STAGE = "story_filter"
 SENTENCE_STAGE = "sentences"
 COHERENCE_STAGE = "coherence"
-SAMPLE_STAGE = "sample"
 _LOG = logging.getLogger(__name__)
 # The components each `sentences.component` runs (the parser listens to tok2vec).
 _SENTENCE_PIPES = {"senter": ["senter"], "parser": ["tok2vec", "parser"]}
@@ -101,34 +105,6 @@ def sentences_of(doc, long_sentence: str, max_words: int) -> tuple[str, ...]:
         else:
             sentences.append(text)
     return tuple(sentences)
-
-
-# ---- the sampling rule (plain functions) -------------------------------------------------------
-
-def paragraph_rank(seed: int, paragraph_id: str) -> tuple[float, str]:
-    """A paragraph's place in its story's (or, under `all`, its blog's) order: sha1(seed,
-    "paragraph", id), ties by id."""
-    return unit_hash(seed, "paragraph", paragraph_id), paragraph_id
-
-
-def kept_order(paragraph: Paragraph, seed: int, mode: str) -> tuple:
-    """The sort key of a blog's paragraphs; the first `per_blog` are kept (see the module doc)."""
-    if mode == "all":
-        return paragraph_rank(seed, paragraph.paragraph_id)
-    return (unit_hash(seed, "story", paragraph.story_id), paragraph.story_id,
-            *paragraph_rank(seed, paragraph.paragraph_id))
-
-
-def sample_paragraphs(grouped: tuple[str, Sequence[Paragraph]], seed: int, per_blog: int,
-                      mode: str = "all") -> Iterator[Any]:
-    """Keep a blog's first `per_blog` paragraphs in `kept_order`; the others are `not_sampled`."""
-    blog_id, paragraphs = grouped
-    ranked = sorted(paragraphs, key=lambda p: kept_order(p, seed, mode))
-    for rank, p in enumerate(ranked):
-        if rank < per_blog:
-            yield p
-        else:
-            yield Reject(SAMPLE_STAGE, NOT_SAMPLED, p.paragraph_id, f"blog {blog_id}")
 
 
 # ---- the models (loaded once per worker) -------------------------------------------------------
@@ -342,7 +318,8 @@ class Paragraphs(beam.PTransform):
     section the stories were read with: `before_scoring` reads a round's chosen stories again
     from their files with it. `hold` (a one-element PCollection, e.g. a checkpoint's
     `done.json`) holds the models back until it is there: under `before_scoring` the stories'
-    ids wait for it, under `all` the stories.
+    ids wait for it, under `all` the stories. With `work`, the last sample groups the
+    paragraphs' places, not their texts (`transforms.cosmos.blog_sample`).
     """
 
     def __init__(self, paragraph: ParagraphSection, sentences: SentencesSection,
@@ -373,9 +350,13 @@ class Paragraphs(beam.PTransform):
             found = [_add_all(ledger, candidates | "SegmentStories" >> self._segment(models))]
         else:
             found = self._rounds(stories, ledger, models)
+        paragraphs = found | "FlattenParagraphs" >> beam.Flatten()
+        folder = work_folder(self._work)
+        if folder is not None:   # only the paragraphs' places are grouped by blog
+            return collect(paragraphs | "Sample" >> SampleFromParts(folder, seed, per_blog, mode)), \
+                ledger.rejects, ledger.tallies
         sampled = collect(
-            found
-            | "FlattenParagraphs" >> beam.Flatten()
+            paragraphs
             | "KeyParagraphsByBlog" >> beam.Map(lambda p: (p.blog_id, p))
             | "GroupParagraphsByBlog" >> beam.GroupByKey()
             | "SamplePerBlog" >> Stage(SAMPLE_STAGE, lambda g: sample_paragraphs(g, seed, per_blog, mode),

@@ -1,0 +1,142 @@
+"""Cosmos QA's last sample, `sample.per_blog` paragraphs a blog, without grouping paragraph texts.
+
+The rule needs only a paragraph's place in its blog's order (`kept_order`: ids and hashes), so the segmented paragraphs are written where they are made, in *parts* of up to
+`PART_SIZE` under the run's work folder (`paragraphs/`), and the per-blog grouping carries one
+`(order key, part, index)` entry a paragraph (about 150 bytes). The kept entries are grouped by
+part, and each part is read back by the worker it is dealt to, which emits the kept paragraphs.
+A part is written by the bundle that made its paragraphs and named only by that bundle's
+output, so a retried bundle's part is never read. Without a work folder, the paragraphs
+themselves are grouped by blog (`SamplePerBlog` as before).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
+
+from transforms.core.accounting import Reject
+from transforms.core.checkpoint import clear_folder, read_part_file, write_part
+from transforms.core.hashing import unit_hash
+from transforms.core.stages import Stage
+from transforms.cosmos.segment import Paragraph
+from transforms.cosmos.story_sample import NOT_SAMPLED
+
+SAMPLE_STAGE = "sample"
+PART_SIZE = 500
+FOLDER = "paragraphs"   # under the work folder; rewritten by every run
+
+
+def paragraph_rank(seed: int, paragraph_id: str) -> tuple[float, str]:
+    """A paragraph's place in its story's (or, under `all`, its blog's) order: sha1(seed,
+    "paragraph", id), ties by id."""
+    return unit_hash(seed, "paragraph", paragraph_id), paragraph_id
+
+
+def kept_order(paragraph: Paragraph, seed: int, mode: str) -> tuple:
+    """The sort key of a blog's paragraphs; the first `per_blog` are kept (see
+    `transforms.cosmos.paragraphs`)."""
+    if mode == "all":
+        return paragraph_rank(seed, paragraph.paragraph_id)
+    return (unit_hash(seed, "story", paragraph.story_id), paragraph.story_id,
+            *paragraph_rank(seed, paragraph.paragraph_id))
+
+
+def sample_paragraphs(grouped: tuple[str, Sequence[Paragraph]], seed: int, per_blog: int,
+                      mode: str = "all") -> Iterator[Any]:
+    """Keep a blog's first `per_blog` paragraphs in `kept_order`; the others are `not_sampled`."""
+    blog_id, paragraphs = grouped
+    ranked = sorted(paragraphs, key=lambda p: kept_order(p, seed, mode))
+    for rank, p in enumerate(ranked):
+        if rank < per_blog:
+            yield p
+        else:
+            yield Reject(SAMPLE_STAGE, NOT_SAMPLED, p.paragraph_id, f"blog {blog_id}")
+
+
+class PlacedParagraph(NamedTuple):
+    """Where a written paragraph is, and its place in its blog's order."""
+
+    order: tuple
+    paragraph_id: str
+    part: str
+    index: int
+
+
+class WriteParagraphPartsFn(beam.DoFn):
+    """Paragraphs -> `(blog id, PlacedParagraph)` once the part holding them is written (a DoFn for
+    the bundle: a part is up to `size` paragraphs; the last one at the bundle's end)."""
+
+    def __init__(self, folder: str, seed: int, mode: str, size: int = PART_SIZE):
+        self._folder, self._seed, self._mode, self._size = folder, seed, mode, size
+        self._buffer: list[Paragraph] = []
+
+    def start_bundle(self) -> None:
+        self._buffer = []
+
+    def process(self, paragraph: Paragraph) -> Iterator[Any]:
+        self._buffer.append(paragraph)
+        if len(self._buffer) >= self._size:
+            yield from self._flush()
+
+    def finish_bundle(self) -> Iterator[Any]:
+        for placed in self._flush():
+            yield GlobalWindows.windowed_value(placed)
+
+    def _flush(self) -> Iterator[tuple[str, PlacedParagraph]]:
+        buffered, self._buffer = self._buffer, []
+        if not buffered:
+            return
+        part = write_part(self._folder, buffered)
+        for index, p in enumerate(buffered):
+            yield p.blog_id, PlacedParagraph(kept_order(p, self._seed, self._mode), p.paragraph_id, part, index)
+
+
+def decide_blog(grouped: tuple[str, Iterable[PlacedParagraph]], per_blog: int) -> Iterator[Union[tuple, Reject]]:
+    """A blog's first `per_blog` paragraphs in order, as `(part, index)`; the others `not_sampled`."""
+    blog_id, placed = grouped
+    for rank, p in enumerate(sorted(placed)):
+        if rank < per_blog:
+            yield p.part, p.index
+        else:
+            yield Reject(SAMPLE_STAGE, NOT_SAMPLED, p.paragraph_id, f"blog {blog_id}")
+
+
+def kept_in_part(grouped: tuple[str, Iterable[int]]) -> Iterator[Paragraph]:
+    """The paragraphs of one part at the kept indexes."""
+    part, indexes = grouped
+    wanted = set(indexes)
+    for index, paragraph in enumerate(read_part_file(part)):
+        if index in wanted:
+            yield paragraph
+
+
+class SampleFromParts(beam.PTransform):
+    """Paragraphs -> `(kept, rejects, tallies)` of the `sample` stage, through parts in
+    `{work}/paragraphs` (see the module doc); `seed`, `per_blog` and `mode` as the spec's."""
+
+    def __init__(self, work: str, seed: int, per_blog: int, mode: str):
+        super().__init__()
+        self._folder = f"{work.rstrip('/')}/{FOLDER}"
+        self._seed, self._per_blog, self._mode = seed, per_blog, mode
+
+    def expand(self, paragraphs):
+        clear_folder(self._folder)
+        per_blog = self._per_blog
+        kept, rejects, tallies = (
+            paragraphs
+            | "WriteParagraphParts" >> beam.ParDo(WriteParagraphPartsFn(self._folder, self._seed, self._mode))
+            | "GroupEntriesByBlog" >> beam.GroupByKey()
+            | "SamplePerBlog" >> Stage(SAMPLE_STAGE, lambda g: decide_blog(g, per_blog),
+                                       units=lambda g: sum(1 for _ in g[1])))
+        read = (kept
+                | "GroupByPart" >> beam.GroupByKey()
+                | "ReadKeptParagraphs" >> beam.FlatMap(kept_in_part))
+        return read, rejects, tallies
+
+
+def work_folder(work: Optional[Any]) -> Optional[str]:
+    """The folder of a `transforms.core.memo.WorkLike` (None without one)."""
+    if work is None:
+        return None
+    return work if isinstance(work, str) else work.folder
