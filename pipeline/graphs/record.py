@@ -169,7 +169,8 @@ class GenerateRecord(beam.PTransform):
             entries = collect(entries | "DropNearDuplicates" >> DropNearDuplicates(
                 near.threshold, near.num_perm, spec.seed, shingles=None, key=lambda e: e.id,
                 max_bucket=near.max_bucket, signature=lambda e: e.signature))
-        # Balances the local runner's workers (it deals the grouping's keys out in turn).
+        # Without a work folder the read-again grouping feeds the model: the local runner deals
+        # its keys out in turn, so they arrive in pairs of near-equal work.
         entries = entries | "OrderByWork" >> OrderByWork(order=entry_order)
         return collect(entries | "SplitPassages" >> ReadKeptAndSplit(spec.input, make_split_fn(passage)))
 
@@ -257,6 +258,7 @@ class AnnotateRecordArticles(beam.PTransform):
                                                                   entry=article_entry))
         entries = entries | "ProgressRead" >> progress.step("read", "articles")
         entries = collect(entries | "DropDuplicateIds" >> DropDuplicateIds())
+        # The read-again grouping feeds the model: keys in pairs of near-equal work (`OrderByWork`).
         entries = entries | "OrderByWork" >> OrderByWork(order=entry_order)
         articles = collect(entries | "Splittable" >> ReadKeptAndSplit(spec.input, splittable))
         # Each annotation comes out with its article, whose texts (the NER post-rules) and, with

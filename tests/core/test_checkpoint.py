@@ -105,3 +105,21 @@ def test_empty_outputs_give_a_done_checkpoint_of_nothing(tmp_path):
         Checkpoint(str(tmp_path), "curated").keep(empty, [empty], [empty])
     assert json.loads((tmp_path / "curated" / "done.json").read_text())["elements"] == {
         "kept": 0, "rejects": 0, "tallies": 0}
+
+
+def test_keep_then_read_goes_on_with_the_parts_this_run_committed(tmp_path):
+    # A committed part that appears in the folder while the run goes on (as a part written
+    # again by a re-run region of a cluster job would) is not read: the run reads back the
+    # parts it settled, once done.json is there, and no others.
+    from transforms.core.checkpoint import commit_part
+
+    with beam_test_pipeline() as pipeline:
+        checkpoint = Checkpoint(str(tmp_path), "curated", part_size=300)
+        kept = pipeline | "Kept" >> beam.Create(KEPT)
+        after = checkpoint.keep_then_read(kept, [pipeline | "Rejects" >> beam.Create(REJECTS)],
+                                          [pipeline | "Tallies" >> beam.Create(TALLIES)])
+        done = str(tmp_path / "curated" / "done.json")
+        seen = after | beam.Map(lambda element: (element, os.path.exists(done)))
+        assert_that(seen, equal_to([(element, True) for element in KEPT]), label="OwnPartsAfterDone")
+        commit_part(write_part(str(tmp_path / "curated" / "kept"), ["stray-1", "stray-2"]))
+    assert read_done(str(tmp_path / "curated"))["elements"]["kept"] == 2500

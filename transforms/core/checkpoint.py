@@ -99,17 +99,19 @@ def read_part(committed: str) -> Iterator[Any]:
     return read_part_file(committed[:-len(COMMITTED)])
 
 
-def read_part_file(path: str) -> Iterator[Any]:
-    """The elements of the part `path` (`write_part`'s), or an error naming it."""
+def read_part_file(path: str, remedy: str = "") -> Iterator[Any]:
+    """The elements of the part `path` (`write_part`'s), or an error naming it (and `remedy`,
+    what to do about it; by default: remove the checkpoint's folder)."""
     try:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
             elements = pickle.loads(handle.read())
         if not isinstance(elements, list):
             raise ValueError("not a list")
     except Exception as error:
-        folder = path.rsplit("/", 2)[0]
-        raise RuntimeError(f"the checkpoint part {path} cannot be read ({type(error).__name__}: "
-                           f"{str(error)[:200]}); remove {folder} to run its stages again") from None
+        kind = "part" if remedy else "checkpoint part"
+        remedy = remedy or f"remove {path.rsplit('/', 2)[0]} to run its stages again"
+        raise RuntimeError(f"the {kind} {path} cannot be read ({type(error).__name__}: "
+                           f"{str(error)[:200]}); {remedy}") from None
     yield from elements
 
 
@@ -160,17 +162,19 @@ class KeepCheckpoint(beam.PTransform):
         self._folder = folder.rstrip("/")
         self._stage = stage
         self._part_size = part_size
+        self.kept_parts: Any = None   # once expanded: the paths of the kept output's parts
 
     def expand(self, outputs):
         folder, stage = self._folder, self._stage
         committed = []
         for name, pcoll in zip(OUTPUTS, outputs):
-            committed.append(
-                pcoll
-                | f"Write{name.capitalize()}Parts" >> beam.ParDo(WritePartsFn(f"{folder}/{name}", self._part_size))
-                # Only what a successful bundle wrote gets past the shuffle.
-                | f"Settle{name.capitalize()}Parts" >> beam.Reshuffle()
-                | f"Commit{name.capitalize()}Parts" >> beam.Map(commit_part))
+            # Only what a successful bundle wrote gets past the shuffle.
+            settled = (pcoll
+                       | f"Write{name.capitalize()}Parts" >> beam.ParDo(WritePartsFn(f"{folder}/{name}", self._part_size))
+                       | f"Settle{name.capitalize()}Parts" >> beam.Reshuffle())
+            if name == "kept":
+                self.kept_parts = settled
+            committed.append(settled | f"Commit{name.capitalize()}Parts" >> beam.Map(commit_part))
         return (committed | "FlattenCommitted" >> beam.Flatten()
                 | "SumParts" >> beam.CombinePerKey(sum)
                 | "CountsByOutput" >> beam.combiners.ToDict()
@@ -239,14 +243,21 @@ class Checkpoint:
         so a run whose `kept` carries texts holds none of them (Beam's in-process runner keeps
         whatever waits for a side input in its driver). The parts are spread over the workers
         as a rerun's are. Without a work folder: `kept` itself."""
-        done = self.keep_parts(kept, rejects, tallies)
-        if done is None or self.folder is None:
+        keep = self._keeper()
+        done = self.keep_parts(kept, rejects, tallies, keep)
+        if done is None or keep is None:
             return kept
-        restore = RestoreCheckpoint(self.folder, ("kept",), hold=done)
-        (read,) = kept.pipeline | f"ReadKept{_camel(self.stage)}" >> restore
-        return read
+        # The parts this run committed, not a match of the folder: a part written again by a
+        # re-run region of a cluster job is never read beside the first one.
+        title = _camel(self.stage)
+        return (after_done(keep.kept_parts, done, f"ReadKept{title}AfterDone")
+                | f"SpreadKept{title}Parts" >> Spread(key=lambda path: path)
+                | f"ReadKept{title}Parts" >> beam.FlatMap(read_part_file))
 
-    def keep_parts(self, kept, rejects: Sequence, tallies: Sequence):
+    def _keeper(self) -> Optional[KeepCheckpoint]:
+        return None if self.folder is None else KeepCheckpoint(self.folder, self.stage, self.part_size)
+
+    def keep_parts(self, kept, rejects: Sequence, tallies: Sequence, keep: Optional[KeepCheckpoint] = None):
         """`keep` without holding `kept` back: returns the one-element PCollection of `done.json`
         (None without a work folder), for the caller to hold back (`after_done`) what the later
         stages start from. Hold back something small: whatever waits for the side input waits
@@ -258,7 +269,7 @@ class Checkpoint:
         title = _camel(self.stage)
         outputs = (kept, rejects | f"Flatten{title}Rejects" >> beam.Flatten(),
                    tallies | f"Flatten{title}Tallies" >> beam.Flatten())
-        return outputs | f"Keep{title}" >> KeepCheckpoint(self.folder, self.stage, self.part_size)
+        return outputs | f"Keep{title}" >> (keep or KeepCheckpoint(self.folder, self.stage, self.part_size))
 
 
 def after_done(pcoll, done, label: str):

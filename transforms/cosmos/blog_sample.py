@@ -106,7 +106,7 @@ def kept_in_part(grouped: tuple[str, Iterable[int]]) -> Iterator[Paragraph]:
     """The paragraphs of one part at the kept indexes."""
     part, indexes = grouped
     wanted = set(indexes)
-    for index, paragraph in enumerate(read_part_file(part)):
+    for index, paragraph in enumerate(read_part_file(part, "run the command again: its paragraphs are written anew")):
         if index in wanted:
             yield paragraph
 

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 
 from transforms.core.accounting import Reject
 from transforms.core.dedup import ELEMENT, MinHasher
@@ -107,7 +108,9 @@ def kept_articles(group: tuple[tuple[NumberedRange, int], Iterable[ArticleEntry]
                 continue
             waiting.remove(match)
             yield replace(article, url=match.url, source=match.source, split=match.split)
-    except FileNotFoundError:    # any other error is the store's: the bundle fails and is retried
+    except Exception:
+        if FileSystems.exists(unit[0]):   # the store's error: the bundle fails and is retried
+            raise
         why = "its file is gone"
     for entry in (e for waiting in wanted.values() for e in waiting):
         yield Reject(SPLIT, INPUT_CHANGED, entry.id, f"{entry.origin}: {why}")

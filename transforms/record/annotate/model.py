@@ -114,6 +114,8 @@ class AnnotateFn(beam.DoFn):
             results = self._memo.results(batch, self._annotate)
         if self._paired:
             items = batch if self._memo is None else [item for item, _ in batch]
+            if len(results) != len(items):
+                raise ValueError(f"the model returned {len(results)} results for {len(items)} articles")
             results = [r if isinstance(r, Reject) else (item, r) for item, r in zip(items, results)]
         yield from self._tally.route(len(batch), results)
 
