@@ -26,7 +26,7 @@ import json
 import pickle
 import shutil
 import uuid
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -122,7 +122,7 @@ def committed_parts(pattern: str) -> Iterator[str]:
 
 class WritePartsFn(beam.DoFn):
     """Elements -> the paths of the parts of `PART_SIZE` elements they are written to (the last
-    part of a bundle at its end)."""
+    part of a bundle at its end); a subclass emits something else per part with `written`."""
 
     def __init__(self, folder: str, size: int = PART_SIZE):
         self._folder = folder
@@ -132,18 +132,24 @@ class WritePartsFn(beam.DoFn):
     def start_bundle(self) -> None:
         self._buffer = []
 
-    def process(self, element: Any) -> Iterator[str]:
+    def process(self, element: Any) -> Iterator[Any]:
         self._buffer.append(element)
         if len(self._buffer) >= self._size:
-            yield self._flush()
+            yield from self._flush()
 
     def finish_bundle(self) -> Iterator[Any]:
-        if self._buffer:
-            yield GlobalWindows.windowed_value(self._flush())
+        for output in self._flush():
+            yield GlobalWindows.windowed_value(output)
 
-    def _flush(self) -> str:
+    def written(self, path: str, elements: Sequence[Any]) -> Iterable[Any]:
+        """What goes out once `elements` are written to the part `path`: the path."""
+        return (path,)
+
+    def _flush(self) -> Iterable[Any]:
         buffered, self._buffer = self._buffer, []
-        return write_part(self._folder, buffered)
+        if not buffered:
+            return ()
+        return self.written(write_part(self._folder, buffered), buffered)
 
 
 def write_done(counts: dict[str, int], folder: str, stage: str) -> dict:

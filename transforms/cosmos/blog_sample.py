@@ -13,10 +13,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindows
 
 from transforms.core.accounting import Reject
-from transforms.core.checkpoint import clear_folder, read_part_file, write_part
+from transforms.core.checkpoint import WritePartsFn, clear_folder, read_part_file
 from transforms.core.hashing import unit_hash
 from transforms.core.stages import Stage
 from transforms.cosmos.segment import Paragraph
@@ -63,33 +62,17 @@ class PlacedParagraph(NamedTuple):
     index: int
 
 
-class WriteParagraphPartsFn(beam.DoFn):
-    """Paragraphs -> `(blog id, PlacedParagraph)` once the part holding them is written (a DoFn for
-    the bundle: a part is up to `size` paragraphs; the last one at the bundle's end)."""
+class WriteParagraphPartsFn(WritePartsFn):
+    """Paragraphs -> `(blog id, PlacedParagraph)` once the part holding them is written (parts
+    of up to `size` paragraphs, as `WritePartsFn` writes them)."""
 
     def __init__(self, folder: str, seed: int, mode: str, size: int = PART_SIZE):
-        self._folder, self._seed, self._mode, self._size = folder, seed, mode, size
-        self._buffer: list[Paragraph] = []
+        super().__init__(folder, size)
+        self._seed, self._mode = seed, mode
 
-    def start_bundle(self) -> None:
-        self._buffer = []
-
-    def process(self, paragraph: Paragraph) -> Iterator[Any]:
-        self._buffer.append(paragraph)
-        if len(self._buffer) >= self._size:
-            yield from self._flush()
-
-    def finish_bundle(self) -> Iterator[Any]:
-        for placed in self._flush():
-            yield GlobalWindows.windowed_value(placed)
-
-    def _flush(self) -> Iterator[tuple[str, PlacedParagraph]]:
-        buffered, self._buffer = self._buffer, []
-        if not buffered:
-            return
-        part = write_part(self._folder, buffered)
-        for index, p in enumerate(buffered):
-            yield p.blog_id, PlacedParagraph(kept_order(p, self._seed, self._mode), p.paragraph_id, part, index)
+    def written(self, path: str, elements: Sequence[Any]) -> Iterable[tuple[str, PlacedParagraph]]:
+        return [(p.blog_id, PlacedParagraph(kept_order(p, self._seed, self._mode), p.paragraph_id, path, index))
+                for index, p in enumerate(elements)]
 
 
 def decide_blog(grouped: tuple[str, Iterable[PlacedParagraph]], per_blog: int) -> Iterator[Union[tuple, Reject]]:
