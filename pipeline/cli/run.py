@@ -101,6 +101,9 @@ def run_attempt(module, args: argparse.Namespace, extra: Sequence[str], key: str
             record_provenance(run.folder, args)   # provenance.json: inputs, spec, versions
             protocol.commit(run, protocol.run_info(args.command, " ".join(command_words(args))))
             print(f"\noutput: {output}" + written_tables(output))
+            left = protocol.left_line(run)
+            if left:
+                print(left, file=sys.stderr)
         elif code == EXIT_ACCOUNTING:
             run.keep = True
             print(f"csdata: a stage lost records; previous output at {output} kept, this run's "
@@ -111,7 +114,7 @@ def run_attempt(module, args: argparse.Namespace, extra: Sequence[str], key: str
 
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """`--fresh` and `--lease-timeout` on every command that writes an output (`writes_output`),
+    """`--fresh`, `--lease-timeout` and `--verify-inputs` on every command that writes an output (`writes_output`),
     at any depth of subcommands."""
     from pipeline.outputs.lease import DEFAULT_TIMEOUT
 
@@ -125,6 +128,9 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
                 sub.add_argument("--lease-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                                  help="a run into the same output whose heartbeat is older than this is "
                                       f"taken for dead and its lease taken over (default {DEFAULT_TIMEOUT:g})")
+                sub.add_argument("--verify-inputs", action="store_true",
+                                 help="key the resumable work by the input files' content (sha256) rather "
+                                      "than their size and modification time")
             add_output_options(sub)
 
 

@@ -11,13 +11,17 @@ servers it started, which a run taking a dead holder's lease over cancels and st
 - **S3**: the lease object is created with a conditional PUT (`If-None-Match: *`), renewed with
   `If-Match` on the ETag of the holder's last write, and taken over, once the holder is dead,
   with `If-Match` on the dead holder's ETag: of two runs racing for it, one wins and the other is
-  refused. A holder whose renewal is refused has lost the lease and does not commit.
+  refused. A holder whose renewal is refused has lost the lease and does not commit. A
+  holder's age is the store's: the server's time of the read less the lease object's
+  `Last-Modified`, so no host's clock is compared with another's.
 - **Other stores** (gs://, ...) through Beam's filesystems, which offer no conditional write: the
   lease is written, then read back, and refused when another run's holder came out on top. This
   narrows a race between two runs started within a second of each other but cannot close it.
 
 A holder is dead when its heartbeat is older than its timeout, or at once when it ran on this
-host and its process is gone.
+host and its process is gone. Before the commit the holder renews the lease at once (`check`),
+so a run that lost it never commits. A dead holder's Flink jobs are cancelled and waited for (at
+most `JOB_STOP_SECONDS`), and its job servers stopped by the pid and start time it recorded.
 """
 from __future__ import annotations
 
@@ -32,14 +36,16 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any, Optional
 
-from pipeline.outputs.paths import OutputPaths, read_json
-from transforms.core.errors import UserError
+from pipeline.outputs.paths import OutputPaths, read_json, write_json
+from transforms.core.errors import StorageError, UserError
 
 DEFAULT_TIMEOUT = 60.0   # seconds without a heartbeat after which a holder counts as dead
 BEATS_PER_TIMEOUT = 4
 MAX_BEAT_SECONDS = 5.0   # beats at least this often: a job submitted shows in the lease soon
+JOB_STOP_SECONDS = 60.0  # how long a take-over waits for a cancelled job to stop
 
 
 class OutputBusy(UserError):
@@ -65,11 +71,14 @@ class Holder:
         except TypeError:
             return None
 
-    def alive(self, now: Optional[float] = None) -> bool:
-        """Whether the holder may still be running (see the module doc)."""
+    def alive(self, now: Optional[float] = None, age: Optional[float] = None) -> bool:
+        """Whether the holder may still be running (see the module doc); `age`, the seconds
+        since its last heartbeat as the store tells them, is used before any local clock."""
         if self.host == socket.gethostname() and not pid_alive(self.pid):
             return False
-        return (now or time.time()) - self.heartbeat <= self.timeout
+        if age is None:
+            age = (now or time.time()) - self.heartbeat
+        return age <= self.timeout
 
     def describe(self, now: Optional[float] = None) -> str:
         age = max(0, round((now or time.time()) - self.heartbeat))
@@ -97,7 +106,7 @@ def running_jobs() -> list[dict[str, str]]:
     flink = sys.modules.get("pipeline.engine.flink_jobs")
     if flink is None:
         return []
-    servers = ",".join(str(pid) for pid in job_servers(os.getpid()))
+    servers = ",".join(f"{pid}@{start_ticks(pid)}" for pid in job_servers(os.getpid()))
     return [{"master": m.master, "job": m.job_id, "servers": servers} for m in list(flink.RUNNING) if m.job_id]
 
 
@@ -108,6 +117,16 @@ def job_servers(parent: int) -> list[int]:
         if entry.name.isdigit() and _is_job_server(int(entry.name), parent):
             found.append(int(entry.name))
     return found
+
+
+def start_ticks(pid: int) -> int:
+    """When process `pid` started (clock ticks after boot; 0 when it is gone): with the pid, it
+    names one process, not a later one that got the same pid."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def _is_job_server(pid: int, parent: Optional[int] = None) -> bool:
@@ -128,6 +147,7 @@ class Lease:
     def __init__(self, paths: OutputPaths, attempt: str, timeout: float = DEFAULT_TIMEOUT):
         self.paths, self.attempt, self.timeout = paths, attempt, timeout
         self.lost = False
+        self._lock = threading.Lock()   # one renewal at a time: the heartbeat's or `check`'s
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._holder = Holder(socket.gethostname(), os.getpid(), attempt,
@@ -156,11 +176,27 @@ class Lease:
     def _beat(self) -> None:
         while not self._stop.wait(min(max(self.timeout / BEATS_PER_TIMEOUT, 0.5), MAX_BEAT_SECONDS)):
             try:
-                self._renew()
+                with self._lock:
+                    self._renew()
             except Exception:  # noqa: BLE001 - a store away for a while: the next beat retries
                 continue
             if self.lost:
                 return
+
+    def check(self) -> None:
+        """Renew the lease now; a `StorageError` when it was lost (another run took it over),
+        so that the caller writes nothing more that matters."""
+        if not self.lost:
+            with self._lock:
+                self._renew()
+        if self.lost:
+            raise StorageError(f"lost the lease on {self.paths.output} to another run; this run's "
+                               f"output is not committed")
+
+    def write_commit(self, record: dict) -> None:
+        """Write the commit object of a remote output (only one lease kind can make it
+        conditional)."""
+        write_json(self.paths.commit, record)
 
     def busy(self, holder: Optional[Holder]) -> OutputBusy:
         who = holder.describe() if holder else "another run (its lease cannot be read)"
@@ -242,35 +278,69 @@ class S3Lease(Lease):
 
         self._client = boto3_client.Client(options=options).client
         self._bucket, _, self._key = paths.lease[len("s3://"):].partition("/")
+        self._commit_key = paths.commit[len("s3://"):].partition("/")[2]
         self._etag: Optional[str] = None
+        self._commit_etag: Optional[str] = None   # the commit object as this run found it
 
     def _put(self, **condition: str) -> str:
         return self._client.put_object(Bucket=self._bucket, Key=self._key, Body=self._body(),
                                        ContentType="application/json", **condition)["ETag"]
 
     def _get(self) -> tuple[Optional[Holder], Optional[str]]:
+        holder, etag, _ = self._read()
+        return holder, etag
+
+    def _read(self) -> tuple[Optional[Holder], Optional[str], Optional[float]]:
+        """The holder, the lease object's ETag and its age by the store's clock."""
         try:
             answer = self._client.get_object(Bucket=self._bucket, Key=self._key)
         except self._client.exceptions.NoSuchKey:
-            return None, None
+            return None, None, None
         try:
             data = json.loads(answer["Body"].read().decode("utf-8"))
         except ValueError:
             data = None
-        return Holder.parse(data if isinstance(data, dict) else None), answer["ETag"]
+        return Holder.parse(data if isinstance(data, dict) else None), answer["ETag"], store_age(answer)
+
+    def _find_commit(self) -> None:
+        try:
+            self._commit_etag = self._client.head_object(Bucket=self._bucket, Key=self._commit_key)["ETag"]
+        except Exception as error:
+            if str(getattr(error, "response", {}).get("Error", {}).get("Code")) not in ("404", "NoSuchKey", "NotFound"):
+                raise
+            self._commit_etag = None
+
+    def write_commit(self, record: dict) -> None:
+        """PUT the commit object on the condition that it is still the one this run found when
+        it took the lease: a run that another commit overtook fails instead of overwriting it."""
+        body = json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+        condition = {"IfMatch": self._commit_etag} if self._commit_etag else {"IfNoneMatch": "*"}
+        try:
+            self._client.put_object(Bucket=self._bucket, Key=self._commit_key, Body=body,
+                                    ContentType="application/json", **condition)
+        except Exception as error:
+            if refused(error):
+                raise StorageError(f"another run committed into {self.paths.output} while this one "
+                                   f"ran; this run's output is not committed") from None
+            raise
 
     def _take(self) -> Optional[Holder]:
+        holder = self._take_object()
+        self._find_commit()
+        return holder
+
+    def _take_object(self) -> Optional[Holder]:
         try:
             self._etag = self._put(IfNoneMatch="*")
             return None
         except Exception as error:
             if not refused(error):
                 raise
-        holder, etag = self._get()
+        holder, etag, age = self._read()
         if etag is None:   # released in between: try once more from the start
             self._etag = self._put(IfNoneMatch="*")
             return None
-        if holder is not None and holder.alive():
+        if holder is not None and holder.alive(age=age):
             raise self.busy(holder)
         try:
             self._etag = self._put(IfMatch=etag)
@@ -295,6 +365,16 @@ class S3Lease(Lease):
         holder, _ = self._get()
         if holder is not None and holder.attempt == self.attempt:
             self._client.delete_object(Bucket=self._bucket, Key=self._key)
+
+
+def store_age(answer: dict) -> Optional[float]:
+    """Seconds between an object's `Last-Modified` and the server's `Date` of the answer (both
+    the store's clock); None when either is missing."""
+    try:
+        now = parsedate_to_datetime(answer["ResponseMetadata"]["HTTPHeaders"]["date"])
+        return max(0.0, (now - answer["LastModified"]).total_seconds())
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def refused(error: BaseException) -> bool:
@@ -346,10 +426,12 @@ def make_lease(paths: OutputPaths, attempt: str, timeout: float = DEFAULT_TIMEOU
     return StoreLease(paths, attempt, timeout)
 
 
-def cancel_jobs(holder: Holder) -> list[str]:
-    """Cancel the Flink jobs a dead holder left running (its driver died with them submitted)
-    and stop the job servers it left on this host; returns the ids of the jobs cancelled. A
-    cluster that cannot be reached is left alone: the job ends on its own."""
+def cancel_jobs(holder: Holder, wait: float = JOB_STOP_SECONDS) -> list[str]:
+    """Cancel the Flink jobs a dead holder left running (its driver died with them submitted),
+    wait until each has stopped, and stop the job servers it left on this host (by the pid and
+    start time it recorded); returns the ids of the jobs cancelled. A cluster that cannot be
+    reached is left alone (the job ends on its own); a job still running after `wait` seconds
+    is a `StorageError`, before anything of the output is touched."""
     if not holder.jobs:
         return []
     from pipeline.engine.flink import rest_get
@@ -358,14 +440,24 @@ def cancel_jobs(holder: Holder) -> list[str]:
     cancelled = []
     for job in holder.jobs:
         if holder.host == socket.gethostname():
-            for pid in filter(None, job.get("servers", "").split(",")):
-                if _is_job_server(int(pid)):   # not a process that got the pid since
+            for server in filter(None, job.get("servers", "").split(",")):
+                pid, _, ticks = server.partition("@")
+                if ticks and start_ticks(int(pid)) == int(ticks):   # that process, not a later one
                     with contextlib.suppress(OSError):
                         os.kill(int(pid), signal.SIGKILL)
         try:
-            if rest_get(job["master"], f"/jobs/{job['job']}").get("state") not in TERMINAL_STATES:
-                cancel_job(job["master"], job["job"])
-                cancelled.append(job["job"])
+            state = rest_get(job["master"], f"/jobs/{job['job']}").get("state")
+            if state in TERMINAL_STATES:
+                continue
+            cancel_job(job["master"], job["job"])
+            cancelled.append(job["job"])
+            deadline = time.monotonic() + wait
+            while rest_get(job["master"], f"/jobs/{job['job']}").get("state") not in TERMINAL_STATES:
+                if time.monotonic() > deadline:
+                    raise StorageError(f"Flink job {job['job']} of a dead run into this output did not "
+                                       f"stop within {wait:g} s of its cancel; stop it on the cluster "
+                                       f"and run again")
+                time.sleep(0.5)
         except (OSError, ValueError, KeyError):
             continue
     return cancelled

@@ -10,9 +10,16 @@ object store alike (where things live: `pipeline.outputs.paths`; the lease:
    (what ran, and its files), then the commit points at the attempt: locally the output path, a
    symbolic link, is replaced in one rename; on an object store `csdata-run.json` at the output
    is written in one PUT. A reader sees the old run or the new one, never a mixture.
+   Right before the commit point the lease is renewed with a conditional write: a run that lost
+   it to a run that took over does not commit. On S3 the commit object itself is written with a
+   precondition on the one it replaces, so of two commits racing one fails.
 4. **Cleanup.** The attempt the commit replaced stays until the next commit (a reader may be in
-   the middle of it); older attempts and the resumable work go. A failed or interrupted run
-   removes its attempt and keeps the work (`pipeline.outputs.resume`) for the next run.
+   the middle of it); older attempts and the resumable work go. Once the commit point is passed
+   nothing removes the committed attempt: cleanup is best effort, and what it could not remove
+   is named in one line for `csdata clean`. A failed or interrupted run that did not reach the
+   commit point removes its attempt and keeps the work (`pipeline.outputs.resume`) for the next run.
+
+Each step has a named crash point (`transforms.core.crash`), so a test can end the process there.
 
 The marker `csdata-run.json` says what a finished run is: csdata's version, the dataset, the
 command words (`protoqa sheets import`) and when it finished (`run_info`), then the attempt, its
@@ -35,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from pipeline.outputs.lease import DEFAULT_TIMEOUT, Lease, OutputBusy, cancel_jobs, make_lease
+from pipeline.outputs.lease import DEFAULT_TIMEOUT, Lease, cancel_jobs, make_lease
 from pipeline.outputs.paths import (
     ATTEMPTS,
     RUN_MARKER,
@@ -49,7 +56,8 @@ from pipeline.outputs.paths import (
     upload,
     write_json,
 )
-from transforms.core.errors import StorageError, UserError
+from transforms.core.crash import crash_point
+from transforms.core.errors import UserError
 
 LEGACY = ("summary.json",)   # a local run written by a library call, with no protocol around it
 
@@ -66,6 +74,8 @@ class Run:
     keep: bool = False                 # leave the attempt for inspection (a stage lost records)
     work: Optional[str] = None         # its resumable work (`pipeline.outputs.resume`)
     notes: list[str] = field(default_factory=list)
+    committed: bool = False            # past the commit point: nothing may remove the attempt now
+    left: list[str] = field(default_factory=list)   # what the cleanup after the commit left
 
     @property
     def attempt(self) -> str:
@@ -174,15 +184,17 @@ def begin(output: str, local_files: bool = False, timeout: float = DEFAULT_TIMEO
         if dead is not None:
             run.notes.extend(f"Flink job {job} of a dead run into this output cancelled"
                              for job in cancel_jobs(dead))
-        remove_attempts(paths, keep={committed_name(paths)})
+        crash_point("begin.leased")
+        remove_attempts(paths, keep=live_attempts(paths))
+        crash_point("begin.attempts_removed")
         if local_files and paths.remote:
             run.folder = tempfile.mkdtemp(prefix="csdata-local-")
         elif not paths.remote:
             os.makedirs(run.folder)
         yield run
     except BaseException:
-        failed = True
-        if not run.keep:
+        failed = not run.committed
+        if failed and not run.keep:
             discard(run)
         raise
     finally:
@@ -230,7 +242,7 @@ def discard(run: Run) -> None:
 def discard_active() -> None:
     """`discard` every run in progress and drop its lease (a signal handler calls this)."""
     for run in list(ACTIVE):
-        if not run.keep:
+        if not run.keep and not run.committed:
             discard(run)
         with contextlib.suppress(Exception):
             run.lease.release()
@@ -245,32 +257,83 @@ def remove_attempts(paths: OutputPaths, keep: set[Optional[str]]) -> list[str]:
     return gone
 
 
+def live_attempts(paths: OutputPaths) -> set[Optional[str]]:
+    """The attempts no run may remove: the committed one and the one its commit replaced (a
+    reader may still be in the middle of it)."""
+    name = committed_name(paths)
+    if name is None:
+        return {None}
+    replaced = read_json(join(paths.attempt(name), RUN_MARKER)) or {}
+    previous = replaced.get("replaces")
+    return {name, previous.rsplit("/", 1)[-1] if isinstance(previous, str) else None}
+
+
 def commit(run: Run, info: dict) -> None:
-    """Make `run`'s attempt the output (see the module doc). A run that lost its lease (its
-    heartbeats failed for longer than the timeout, and another run took over) does not commit."""
+    """Make `run`'s attempt the output (see the module doc). A run that lost its lease (another
+    run took over) does not commit. Once committed, the cleanup that follows never fails the
+    run: what it left is in `run.left`."""
     paths = run.paths
-    if run.lease.lost:
-        raise StorageError(f"lost the lease on {paths.output} to another run; this run's output "
-                           f"is not committed")
+    run.lease.check()
     if run.folder != run.attempt:   # a plain command's local files go up first
         upload(run.folder, run.attempt)
+        crash_point("commit.uploaded")
     replaced = committed_name(paths)
     record = {**info, "run": f"{ATTEMPTS}/{run.name}",
               "files": [f for f in files_under(run.attempt) if f != RUN_MARKER],
               "replaces": f"{ATTEMPTS}/{replaced}" if replaced else None}
     write_json(join(run.attempt, RUN_MARKER), record)
+    crash_point("commit.marked")
+    run.lease.check()   # renewed with a conditional write right before the commit point
     if paths.remote:
-        write_json(paths.commit, record)
+        run.lease.write_commit(record)
+        run.committed = True
     else:
-        replaced = _swap_link(paths, run.name) or replaced
-    remove_attempts(paths, keep={run.name, replaced})
-    remove_tree(paths.work)
+        replaced = _swap_link(paths, run) or replaced
+    crash_point("commit.committed")
+    cleanup(run, keep={run.name, replaced})
 
 
-def _swap_link(paths: OutputPaths, name: str) -> Optional[str]:
-    """Point the local output at attempt `name` in one rename; an output that is a plain
-    directory (a run of an older csdata, or an empty folder) moves into the attempts first.
-    Returns the name the moved directory got, if any."""
+def cleanup(run: Run, keep: set[Optional[str]]) -> None:
+    """After the commit: remove the attempts but `keep` and the resumable work, as far as the
+    store lets; what could not be removed goes to `run.left` (`csdata clean` removes it)."""
+    paths = run.paths
+    for name in subfolders_or_none(paths.attempts):
+        if name in keep:
+            continue
+        try:
+            crash_point("cleanup.remove_attempt")
+            remove_tree(paths.attempt(name))
+        except Exception:   # noqa: BLE001 - committed: a store error here is left for `clean`
+            run.left.append(paths.attempt(name))
+    try:
+        crash_point("cleanup.remove_work")
+        remove_tree(paths.work)
+    except Exception:   # noqa: BLE001 - as above
+        run.left.append(paths.work)
+
+
+def subfolders_or_none(folder: str) -> list[str]:
+    """`subfolders`, or none when the store cannot list them now."""
+    try:
+        return subfolders(folder)
+    except Exception:   # noqa: BLE001 - the cleanup after a commit is best effort
+        return []
+
+
+def left_line(run: Run) -> Optional[str]:
+    """The line naming what the cleanup after a commit left, or None."""
+    if not run.left:
+        return None
+    return (f"csdata: the output is committed; the cleanup left {len(run.left)} folder(s) "
+            f"({', '.join(run.left)}): `csdata clean {run.paths.output}` removes them")
+
+
+def _swap_link(paths: OutputPaths, run: Run) -> Optional[str]:
+    """Point the local output at `run`'s attempt in one rename (the commit point: `run` is
+    committed from there on); an output that is a plain directory (a run of an older csdata, or
+    an empty folder) moves into the attempts first. Returns the name the moved directory got,
+    if any."""
+    name = run.name
     output = Path(paths.commit)
     moved = None
     if output.is_dir() and not output.is_symlink():
@@ -283,32 +346,29 @@ def _swap_link(paths: OutputPaths, name: str) -> Optional[str]:
     temp = output.with_name(f".{output.name}.{name}.link")
     temp.unlink(missing_ok=True)
     os.symlink(target, temp)
-    # No interrupt between the link and its rename: the output is the old run or the new one.
+    crash_point("commit.linked")
+    # No interrupt between the rename and `committed`: an interrupt held back by the mask is
+    # raised as it lifts, when the run already counts as committed.
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         os.replace(temp, output)
+        run.committed = True
+        crash_point("commit.swapped")
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return moved
 
 
 def clean(output: str, timeout: float = DEFAULT_TIMEOUT, options: Any = None) -> list[str]:
-    """`csdata clean OUTPUT`: remove what no live run holds (dead attempts, the attempt the last
+    """`csdata clean OUTPUT`: remove what no run needs (dead attempts, the attempt the last
     commit replaced, resumable work, and the folders older csdata versions left beside a local
-    output); returns what was removed. The committed run is never touched; with a live
-    run in progress, its attempt and work stay too."""
+    output); returns what was removed. It holds the output's lease while it removes, so a run in
+    progress makes it stop in one line (`OutputBusy`); the committed run is never touched."""
     paths = OutputPaths(output)
     if not paths.remote and not Path(paths.root).exists() and not _legacy_leftovers(paths):
         return []
     lease = make_lease(paths, new_attempt_name(), timeout, options)
-    try:
-        lease.acquire()
-    except OutputBusy:
-        from pipeline.outputs.lease import Holder
-
-        holder = Holder.parse(read_json(paths.lease))
-        live = holder.attempt if holder else None
-        return remove_attempts(paths, keep={committed_name(paths), live})
+    lease.acquire()
     try:
         gone = remove_attempts(paths, keep={committed_name(paths)})
         if subfolders(paths.work):

@@ -3,18 +3,28 @@
 The stages before the first model keep their output under the output's `work/KEY/` once they
 are done (`transforms.core.checkpoint`: ReCoRD's curated splits, Cosmos QA's stories read), and
 the model steps (ReCoRD's annotation, Cosmos QA's sentences and coherence) store their results
-in pieces as they go (`transforms.core.memo`). KEY is a hash of
-everything that decides those results: the command, its arguments (not the output), the
-validated spec, the input files (path and size), the installed versions of csdata, its libraries
-and its models, and csdata's own source files. A rerun of the same command finds them under the same KEY and
-skips what they hold; a run under another spec, model or input gets another KEY and never sees
-them. A commit removes the work; `--fresh` removes it before the run starts.
+in pieces as they go (`transforms.core.memo`). KEY is a hash of everything that decides those
+results (`run_key`):
+
+- the command and its arguments (not the output, nor options that change only what is shown);
+- the spec by its validated, resolved values (defaults, file and `--set` overrides applied);
+- the input files by path, size and modification time, or by their content (sha256) with
+  `--verify-inputs` (for a copy tool that keeps times, or a store whose times cannot be trusted);
+- every other argument that names a file or folder (`--url-list`, `--annotations` ...) by the
+  content of its files (size and modification time for a file over `CONTENT_LIMIT`);
+- the installed versions of csdata, its libraries and its models, and csdata's own source files.
+
+A rerun of the same command finds them under the same KEY and skips what they hold; a run under
+another spec, model or input (an input edited in place, even at the same size, included) gets
+another KEY and never sees them. A commit removes the work; `--fresh` removes it before the run
+starts.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
@@ -23,12 +33,59 @@ from pipeline.outputs.paths import OutputPaths, join, remove_tree
 
 # Arguments that do not change what a run computes.
 NOT_KEYED = {"output", "final_output", "argv", "verbose", "quiet", "debug", "fresh", "lease_timeout",
-             "work", "command_parser", "writes_output", "beam_writer", "beam_reader"}
+             "work", "command_parser", "writes_output", "beam_writer", "beam_reader", "verify_inputs"}
+CONTENT_LIMIT = 64 << 20   # a named file up to this size is keyed by its content
+
+
+def file_sha256(path: str) -> str:
+    """sha256 of a file's bytes, local or on a store."""
+    from apache_beam.io.filesystems import FileSystems
+
+    digest = hashlib.sha256()
+    with FileSystems.open(path, compression_type="uncompressed") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def input_fingerprints(patterns: list[str], contents: bool = False) -> list[list[str]]:
+    """`[path, size, modification time]` of every input file (see the module doc), or
+    `[path, sha256]` with `contents`, sorted by path."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from transforms.core.provenance import input_files
+
+    found = []
+    for path, size in input_files(patterns):
+        if contents:
+            found.append([path, file_sha256(path)])
+        elif "://" in path:
+            found.append([path, str(size), str(FileSystems.last_updated(path))])
+        else:
+            found.append([path, str(size), str(os.stat(path).st_mtime_ns)])
+    return sorted(found)
+
+
+def named_files(value: object) -> list[list[str]]:
+    """What an argument other than `--input` names on the local disk, by content (or by size
+    and modification time over `CONTENT_LIMIT`); nothing when it names no file or folder."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    found = []
+    for item in values:
+        if not isinstance(item, str) or "://" in item or not os.path.exists(item):
+            continue
+        files = [item] if os.path.isfile(item) else sorted(
+            os.path.join(root, name) for root, _, names in os.walk(item) for name in names)
+        for path in files:
+            stat = os.stat(path)
+            found.append([path, file_sha256(path)] if stat.st_size <= CONTENT_LIMIT
+                         else [path, str(stat.st_size), str(stat.st_mtime_ns)])
+    return found
 
 
 def run_key(args: argparse.Namespace) -> str:
     """The hash naming a run's work (see the module doc): 16 hex digits."""
-    from transforms.core.provenance import input_files, input_list_sha256, spec_sha256, versions
+    from transforms.core.provenance import spec_sha256, versions
 
     arguments = {k: v for k, v in vars(args).items() if k not in NOT_KEYED and _plain(v)}
     spec: Optional[str] = None
@@ -37,9 +94,11 @@ def run_key(args: argparse.Namespace) -> str:
 
         spec = spec_sha256(load_spec(args.spec, getattr(args, "overrides", [])))
     inputs = getattr(args, "input", None)
-    files = input_list_sha256(input_files(inputs)) if isinstance(inputs, list) else None
-    text = json.dumps({"arguments": arguments, "spec": spec, "inputs": files, "versions": versions(),
-                       "code": code_sha256()}, sort_keys=True, default=str)
+    files = (input_fingerprints(inputs, contents=bool(getattr(args, "verify_inputs", False)))
+             if isinstance(inputs, list) else None)
+    named = {k: named_files(v) for k, v in sorted(arguments.items()) if k != "input" and named_files(v)}
+    text = json.dumps({"arguments": arguments, "spec": spec, "inputs": files, "named": named,
+                       "versions": versions(), "code": code_sha256()}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 

@@ -2,8 +2,10 @@
 last, and read back whole by a rerun."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pickle
 from pathlib import Path
 
 import apache_beam as beam
@@ -12,7 +14,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
-from transforms.core.checkpoint import Checkpoint, read_done, write_part
+from transforms.core.checkpoint import Checkpoint, commit_part, read_done, write_part
 
 KEPT = [f"article-{i}" for i in range(2500)]       # three parts of PART_SIZE (1,000) or fewer
 REJECTS = [Reject("dedup_near", "near_duplicate", "article-x", "like article-1")]
@@ -44,13 +46,45 @@ def restore(work: Path) -> None:
 
 def test_kept_outputs_are_read_back_whole_and_done_json_counts_them(tmp_path):
     keep(tmp_path)
+    done = read_done(str(tmp_path / "curated"))
     # Counted by hand: 2,500 kept, 1 reject, 2 tallies.
-    assert read_done(str(tmp_path / "curated")) == {
-        "stage": "curated", "elements": {"kept": 2500, "rejects": 1, "tallies": 2}}
+    assert done["stage"] == "curated"
+    assert done["elements"] == {"kept": 2500, "rejects": 1, "tallies": 2}
     parts = sorted((tmp_path / "curated" / "kept").glob("*.part"))
     assert sum(int(p.name.split("-")[1].split(".")[0]) for p in parts) == 2500
     assert all(Path(f"{p}.ok").exists() for p in parts)
+    # The committed parts by number, elements and an XOR of the sha256 of their names.
+    digest = 0
+    for part in parts:
+        digest ^= int.from_bytes(hashlib.sha256(part.name.encode()).digest()[:16], "big")
+    assert done["parts"]["kept"] == {"parts": len(parts), "elements": 2500, "digest": f"{digest:032x}"}
+    assert done["parts"]["rejects"]["parts"] == len(list((tmp_path / "curated" / "rejects").glob("*.part.ok")))
     restore(tmp_path)
+
+
+def test_an_extra_commit_record_stops_the_restore_in_one_line(tmp_path):
+    keep(tmp_path)
+    # What a bundle of a cancelled job that wrote on after the take-over would leave.
+    commit_part(write_part(str(tmp_path / "curated" / "kept"), ["article-0"]))
+    with pytest.raises(Exception, match=r"checkpoint .*curated does not hold what its done.json committed "
+                                        r"\(kept: 4 parts of 2501 elements found, 3 parts of 2500"):
+        restore(tmp_path)
+
+
+def test_a_part_missing_from_the_folder_stops_the_restore_in_one_line(tmp_path):
+    keep(tmp_path)
+    record = sorted((tmp_path / "curated" / "kept").glob("*.part.ok"))[0]
+    record.unlink()
+    with pytest.raises(Exception, match=r"does not hold what its done.json committed \(kept: 2 parts"):
+        restore(tmp_path)
+
+
+def test_a_part_with_fewer_elements_than_its_name_says_stops_the_restore(tmp_path):
+    keep(tmp_path)
+    part = sorted((tmp_path / "curated" / "kept").glob("*.part"))[0]
+    part.write_bytes(pickle.dumps(["article-0"]))
+    with pytest.raises(Exception, match=rf"part .*{part.name} holds 1 elements, not the"):
+        restore(tmp_path)
 
 
 def test_a_part_without_its_commit_record_is_never_read(tmp_path):

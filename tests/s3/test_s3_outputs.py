@@ -1,8 +1,12 @@
 """The output protocol on the real S3 server: the lease (conditional PUTs) refuses a second live run
-in one line and is taken over from a dead holder; a reader during commits sees one whole run."""
+in one line and is taken over from a dead holder (its age by the store's clock); of two runs racing
+for a dead holder's lease exactly one commits; a run that lost its lease or was overtaken by
+another commit does not commit; a reader during commits sees one whole run; a kill or a store
+error at each step of the protocol leaves the previous commit or the new one, whole."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -15,8 +19,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.cli.main import main
 from pipeline.outputs import protocol
+from pipeline.outputs.lease import OutputBusy
 from tests.conftest import DATA, ROOT
 from tests.s3.store import BUCKET, S3_ARGS, keys, upload
+from transforms.core.crash import CRASH_ENV
+from transforms.core.errors import StorageError
 
 pytestmark = pytest.mark.s3
 
@@ -33,10 +40,17 @@ def options():
     return opts
 
 
-def write_lease(s3, prefix: str, host: str, pid: int, age: float) -> None:
+def write_lease(s3, prefix: str, host: str, pid: int, age: float, timeout: float = 60.0) -> None:
     s3.put_object(Bucket=BUCKET, Key=f"{prefix}/out/lease.json", Body=json.dumps({
         "host": host, "pid": pid, "attempt": "20000101T000000Z-0a0b0c0d", "started": "",
-        "heartbeat": time.time() - age, "timeout": 60.0, "jobs": []}).encode())
+        "heartbeat": time.time() - age, "timeout": timeout, "jobs": []}).encode())
+
+
+def write_dead_lease(s3, prefix: str, heartbeat_ahead: float = 0.0) -> None:
+    """A holder on another host that stopped renewing: its lease object is older, by the store's
+    clock, than its 1 s timeout (whatever its own clock wrote as its heartbeat)."""
+    write_lease(s3, prefix, "node-7", 4242, age=-heartbeat_ahead, timeout=1.0)
+    time.sleep(2.5)   # the store dates its objects to the second
 
 
 def commit_run(output: str, number: int, options) -> None:
@@ -45,6 +59,14 @@ def commit_run(output: str, number: int, options) -> None:
             with FileSystems.create(f"{run.folder}/{name}") as handle:
                 handle.write(str(number).encode())
         protocol.commit(run, {"number": number})
+
+
+def committed_number(output: str) -> int:
+    """The number of the run the output's commit names, its files checked whole."""
+    run = protocol.resolve_run(output)
+    marker = json.loads(read_text(f"{run}/csdata-run.json"))
+    assert {int(read_text(f"{run}/{name}")) for name in marker["files"]} == {marker["number"]}
+    return marker["number"]
 
 
 def read_text(path: str) -> str:
@@ -62,7 +84,7 @@ def test_a_live_holder_elsewhere_refuses_the_run_in_one_line(s3, prefix, options
 
 
 def test_a_holder_whose_heartbeat_is_older_than_its_timeout_is_taken_over(s3, prefix, options):
-    write_lease(s3, prefix, "node-7", 4242, age=120)
+    write_dead_lease(s3, prefix)
     commit_run(url(f"{prefix}/out"), 1, options)
     assert read_text(f"{protocol.resolve_run(url(f'{prefix}/out'))}/a.txt") == "1"
     assert f"{prefix}/out/lease.json" not in keys(s3, f"{prefix}/out")   # released at the end
@@ -126,3 +148,122 @@ def test_a_reader_during_commits_sees_one_whole_run(s3, prefix, options):
     thread.join()
     assert not errors, errors
     assert reads > 0 and len(seen) > 1
+
+
+def test_a_holder_whose_clock_runs_ahead_is_dead_by_the_stores_clock(s3, prefix, options):
+    # Its heartbeat says an hour from now; the store says its lease was last written seconds ago.
+    write_dead_lease(s3, prefix, heartbeat_ahead=3600)
+    commit_run(url(f"{prefix}/out"), 1, options)
+    assert committed_number(url(f"{prefix}/out")) == 1
+
+
+def test_two_runs_racing_for_a_dead_holders_lease_exactly_one_commits(s3, prefix, options):
+    output = url(f"{prefix}/out")
+    write_dead_lease(s3, prefix)
+    start = threading.Barrier(2)
+    outcomes: dict[int, str] = {}
+
+    def race(number: int) -> None:
+        start.wait()
+        try:
+            commit_run(output, number, options)
+            outcomes[number] = "committed"
+        except OutputBusy:
+            outcomes[number] = "busy"
+
+    threads = [threading.Thread(target=race, args=(n,)) for n in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes.values()) == ["busy", "committed"], outcomes
+    winner = next(n for n, outcome in outcomes.items() if outcome == "committed")
+    assert committed_number(output) == winner
+
+
+def test_a_run_that_lost_its_lease_does_not_commit(s3, prefix, options):
+    output = url(f"{prefix}/out")
+    commit_run(output, 1, options)
+    with pytest.raises(StorageError, match="lost the lease"):
+        with protocol.begin(output, options=options) as run:
+            with FileSystems.create(f"{run.folder}/a.txt") as handle:
+                handle.write(b"2")
+            # Another run took the lease over (this one looked dead to it): a new lease object.
+            write_lease(s3, prefix, "node-7", 4242, age=0)
+            protocol.commit(run, {"number": 2})
+    assert committed_number(output) == 1
+
+
+def test_a_commit_overtaken_by_another_commit_fails_and_leaves_that_commit(s3, prefix, options):
+    output = url(f"{prefix}/out")
+    commit_run(output, 1, options)
+    with pytest.raises(StorageError, match="another run committed"):
+        with protocol.begin(output, options=options) as run:
+            with FileSystems.create(f"{run.folder}/a.txt") as handle:
+                handle.write(b"3")
+            # A partitioned holder's commit landing while this run ran (its files and its commit).
+            overtaking = run.paths.attempt("20000101T000000Z-0f0f0f0f")
+            for name in ("a.txt", "b.txt"):
+                with FileSystems.create(f"{overtaking}/{name}") as handle:
+                    handle.write(b"2")
+            record = {"number": 2, "run": "runs/20000101T000000Z-0f0f0f0f", "files": ["a.txt", "b.txt"]}
+            s3.put_object(Bucket=BUCKET, Key=f"{prefix}/out/csdata-run.json", Body=json.dumps(record).encode())
+            protocol.commit(run, {"number": 3})
+    assert json.loads(s3.get_object(Bucket=BUCKET, Key=f"{prefix}/out/csdata-run.json")["Body"].read())["number"] == 2
+
+
+def test_clean_while_a_run_holds_the_output_is_refused_in_one_line(s3, prefix, options, capsys):
+    output = url(f"{prefix}/out")
+    commit_run(output, 1, options)
+    write_lease(s3, prefix, "node-7", 4242, age=0)
+    code = main(["clean", output, *S3_ARGS])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "is in use by pid 4242 on node-7" in err[0], err
+    assert committed_number(output) == 1
+
+
+COMMIT_SCRIPT = """
+import sys
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+from pipeline.outputs import protocol
+output, number, args = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+options = PipelineOptions(args)
+FileSystems.set_options(options)
+with protocol.begin(output, local_files=True, options=options) as run:
+    for name in ("a.txt", "b.txt"):
+        with open(f"{run.folder}/{name}", "w") as handle:
+            handle.write(str(number))
+    protocol.commit(run, {"number": number})
+"""
+# point -> the run the output holds after a kill there: the previous commit (1) or the new one (3).
+S3_CASES = {"begin.leased": 1, "begin.attempts_removed": 1, "commit.uploaded": 1, "commit.marked": 1,
+            "commit.committed": 3, "cleanup.remove_attempt": 3}
+
+
+@pytest.mark.parametrize("point", sorted(S3_CASES))
+def test_a_kill_at_a_crash_point_on_s3_leaves_one_whole_commit(s3, prefix, options, point):
+    output = url(f"{prefix}/out")
+    if point.startswith("cleanup."):
+        commit_run(output, 0, options)   # replaced by the next: an attempt for the cleanup to remove
+    commit_run(output, 1, options)
+    killed = subprocess.run([sys.executable, "-c", COMMIT_SCRIPT, output, "3", *S3_ARGS], cwd=ROOT,
+                            env={**os.environ, CRASH_ENV: point}, capture_output=True, timeout=120)
+    assert killed.returncode == -9, killed.stderr.decode()
+    assert committed_number(output) == S3_CASES[point]
+    commit_run(output, 4, options)   # the rerun takes the dead holder's lease at once (same host)
+    assert committed_number(output) == 4
+    attempts = {k.split("/")[4] for k in keys(s3, f"{prefix}/out/runs/")}
+    assert len(attempts) == 2        # the committed run and the one it replaced
+
+
+@pytest.mark.parametrize("how", ["raise", "interrupt"])
+def test_an_error_after_the_commit_on_s3_keeps_the_new_commit(s3, prefix, options, how):
+    output = url(f"{prefix}/out")
+    commit_run(output, 0, options)
+    commit_run(output, 1, options)
+    done = subprocess.run([sys.executable, "-c", COMMIT_SCRIPT, output, "3", *S3_ARGS], cwd=ROOT,
+                          env={**os.environ, CRASH_ENV: f"cleanup.remove_attempt:{how}"},
+                          capture_output=True, timeout=120)
+    assert (done.returncode == 0) == (how == "raise"), done.stderr.decode()   # Ctrl-C ends the script
+    assert committed_number(output) == 3

@@ -12,8 +12,13 @@ since the parts hold exactly what the stages emitted.
 * **A part counts only once committed.** A part is written by the bundle that made its
   elements; after a shuffle (so only a bundle that succeeded gets there) a `.ok` record is
   written beside it. A retried bundle's parts have no record and are never read.
-* **`done.json` is last.** It is written by the one step that has seen every committed part's
-  count, so a checkpoint that has it is whole.
+* **`done.json` is last.** It is written by the one step that has seen every committed part,
+  so a checkpoint that has it is whole. It names the committed parts of each output by their
+  number, their elements and a digest of their names.
+* **A restore reads exactly what was committed.** The `.ok` records it finds are checked against
+  `done.json` before any part is read, and each part against the count its name gives: an extra
+  record (a bundle of a cancelled job that wrote on), a missing one or a short part stops the
+  run in one line naming the folder.
 * **Nothing is listed on the driver** but `done.json`: parts are matched and read in the graph.
 * **A damaged part stops the run** with its path: the work folder's stage folder (or
   `--fresh`) can be removed by hand, which runs the stages again and keeps the model results.
@@ -22,6 +27,7 @@ The parts are pickles: a work folder is trusted as the run's own output is.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import shutil
@@ -34,6 +40,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 from apache_beam.transforms.window import GlobalWindows
 
+from transforms.core.crash import crash_point
 from transforms.core.memo import matched_pieces, write_bytes
 from transforms.core.spread import Spread
 
@@ -86,17 +93,56 @@ def write_part(folder: str, elements: Sequence[Any]) -> str:
     return path
 
 
-def commit_part(path: str) -> tuple[str, int]:
-    """Write the `.ok` record of a part; `(output, elements)` for `done.json`'s counts."""
-    count = int(path.rsplit("-", 1)[-1][:-len(PART_SUFFIX)])
+def part_count(path: str) -> int:
+    """The elements a part holds, from its name (`write_part`'s; its `.ok` record's too)."""
+    name = path[:-len(COMMITTED)] if path.endswith(COMMITTED) else path
+    return int(name.rsplit("-", 1)[-1][:-len(PART_SUFFIX)])
+
+
+def commit_part(path: str) -> tuple[str, str]:
+    """Write the `.ok` record of a part; `(output, path)` for `done.json`."""
+    count = part_count(path)
     # Not empty: an object store's multipart upload of nothing is refused (S3's NoSuchUpload).
     write_bytes(path + COMMITTED, f"{count}\n".encode("ascii"))
-    return path.rstrip("/").rsplit("/", 2)[-2], count
+    crash_point("checkpoint.part_committed")
+    return path.rstrip("/").rsplit("/", 2)[-2], path
+
+
+class PartsFn(beam.CombineFn):
+    """Part paths (or their `.ok` records) to what `done.json` says of them: `{"parts": N,
+    "elements": M, "digest": HEX}`, the digest an XOR of the hashes of their names, so that
+    it does not depend on the order they come in."""
+
+    def create_accumulator(self) -> tuple[int, int, int]:
+        return 0, 0, 0
+
+    def add_input(self, accumulator: tuple[int, int, int], path: str) -> tuple[int, int, int]:
+        parts, elements, digest = accumulator
+        name = path.rsplit("/", 1)[-1]
+        name = name[:-len(COMMITTED)] if name.endswith(COMMITTED) else name
+        value = int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:16], "big")
+        return parts + 1, elements + part_count(name), digest ^ value
+
+    def merge_accumulators(self, accumulators: Iterable[tuple[int, int, int]]) -> tuple[int, int, int]:
+        parts, elements, digest = 0, 0, 0
+        for more, counted, value in accumulators:
+            parts, elements, digest = parts + more, elements + counted, digest ^ value
+        return parts, elements, digest
+
+    def extract_output(self, accumulator: tuple[int, int, int]) -> dict[str, Any]:
+        parts, elements, digest = accumulator
+        return {"parts": parts, "elements": elements, "digest": f"{digest:032x}"}
 
 
 def read_part(committed: str) -> Iterator[Any]:
-    """The elements of the part whose `.ok` record is `committed`."""
-    return read_part_file(committed[:-len(COMMITTED)])
+    """The elements of the part whose `.ok` record is `committed`, as many as its name says."""
+    path = committed[:-len(COMMITTED)]
+    elements = list(read_part_file(path))
+    if len(elements) != part_count(path):
+        raise RuntimeError(f"the checkpoint part {path} holds {len(elements)} elements, not the "
+                           f"{part_count(path)} its name says; remove {path.rsplit('/', 2)[0]} to run "
+                           f"its stages again")
+    yield from elements
 
 
 def read_part_file(path: str, remedy: str = "") -> Iterator[Any]:
@@ -152,11 +198,31 @@ class WritePartsFn(beam.DoFn):
         return self.written(write_part(self._folder, buffered), buffered)
 
 
-def write_done(counts: dict[str, int], folder: str, stage: str) -> dict:
-    """Write `done.json` (the stage group's name and the elements of each output); returns it."""
-    done = {"stage": stage, "elements": {o: counts.get(o, 0) for o in OUTPUTS}}
+NO_PARTS = {"parts": 0, "elements": 0, "digest": f"{0:032x}"}
+
+
+def write_done(parts: dict[str, dict], folder: str, stage: str) -> dict:
+    """Write `done.json` (the stage group's name, the elements of each output and its committed
+    parts, `PartsFn`'s) once every part is committed; returns it."""
+    parts = {o: parts.get(o, NO_PARTS) for o in OUTPUTS}
+    done = {"stage": stage, "elements": {o: parts[o]["elements"] for o in OUTPUTS}, "parts": parts}
     write_bytes(done_path(folder), json.dumps(done, sort_keys=True).encode("utf-8"))
+    crash_point("checkpoint.done")
     return done
+
+
+def check_parts(found: dict, done: dict, folder: str, output: str) -> dict:
+    """`found` (`PartsFn`'s, of the `.ok` records a restore matched) when it is what `done.json`
+    committed for `output`, else a one-line error naming the folder."""
+    committed = (done.get("parts") or {}).get(output)
+    if found != committed:
+        said = (f"{committed['parts']} parts of {committed['elements']} elements" if committed
+                else "nothing")
+        raise RuntimeError(f"the checkpoint {folder} does not hold what its {DONE} committed ({output}: "
+                           f"{found['parts']} parts of {found['elements']} elements found, {said} "
+                           f"committed); remove {folder} to run its stages again")
+    crash_point("restore.checked")
+    return found
 
 
 class KeepCheckpoint(beam.PTransform):
@@ -182,32 +248,35 @@ class KeepCheckpoint(beam.PTransform):
                 self.kept_parts = settled
             committed.append(settled | f"Commit{name.capitalize()}Parts" >> beam.Map(commit_part))
         return (committed | "FlattenCommitted" >> beam.Flatten()
-                | "SumParts" >> beam.CombinePerKey(sum)
-                | "CountsByOutput" >> beam.combiners.ToDict()
+                | "SumParts" >> beam.CombinePerKey(PartsFn())
+                | "PartsByOutput" >> beam.combiners.ToDict()
                 | "WriteDone" >> beam.Map(write_done, folder, stage))
 
 
 class RestoreCheckpoint(beam.PTransform):
     """`(kept, rejects, tallies)` read back from the committed parts of a done checkpoint (only
-    `outputs` of them, in that order, when given). With `hold` (the one-element PCollection of
-    `done.json` being written), the parts are matched once it is there."""
+    `outputs` of them, in that order, when given), `done` being its `done.json`: the `.ok`
+    records found are checked against it before any part is read (`check_parts`)."""
 
-    def __init__(self, folder: str, outputs: Sequence[str] = OUTPUTS, hold: Any = None):
+    def __init__(self, folder: str, done: dict, outputs: Sequence[str] = OUTPUTS):
         super().__init__()
         self._folder = folder.rstrip("/")
+        self._done = done
         self._outputs = tuple(outputs)
-        self._hold = hold
 
     def expand(self, pbegin):
         restored = []
+        folder, done = self._folder, self._done
         for name in self._outputs:
             title = name.capitalize()
-            pattern = pbegin | f"{title}Pattern" >> beam.Create([f"{self._folder}/{name}/*{PART_SUFFIX}{COMMITTED}"])
-            if self._hold is not None:
-                pattern = after_done(pattern, self._hold, f"{title}AfterDone")
+            committed = (pbegin
+                         | f"{title}Pattern" >> beam.Create([f"{folder}/{name}/*{PART_SUFFIX}{COMMITTED}"])
+                         | f"Match{title}Parts" >> beam.FlatMap(committed_parts))
+            checked = (committed
+                       | f"Find{title}Parts" >> beam.CombineGlobally(PartsFn())
+                       | f"Check{title}Parts" >> beam.Map(check_parts, done, folder, name))
             restored.append(
-                pattern
-                | f"Match{title}Parts" >> beam.FlatMap(committed_parts)
+                after_done(committed, checked, f"{title}AfterCheck")
                 | f"Spread{title}Parts" >> Spread(key=lambda path: path)
                 | f"Read{title}Parts" >> beam.FlatMap(read_part))
         return tuple(restored)
@@ -231,7 +300,7 @@ class Checkpoint:
         """The stages' `(kept, rejects, tallies)` read back when the checkpoint is done, else None."""
         if self.folder is None or self.done is None:
             return None
-        return pbegin | f"Restore{_camel(self.stage)}" >> RestoreCheckpoint(self.folder)
+        return pbegin | f"Restore{_camel(self.stage)}" >> RestoreCheckpoint(self.folder, self.done)
 
     def keep(self, kept, rejects: Sequence, tallies: Sequence):
         """Keep the stages' outputs (`kept` and their lists of rejects and tallies PCollections);

@@ -41,6 +41,7 @@ from apache_beam.io.localfilesystem import LocalFileSystem
 from apache_beam.metrics import Metrics
 
 from transforms.core.accounting import NAMESPACE, Reject
+from transforms.core.crash import crash_point
 from transforms.core.spread import Spread
 
 SUFFIX = ".pieces"
@@ -107,6 +108,7 @@ def write_bytes(path: str, data: bytes) -> None:
         temp = f"{folder}/.{path.rsplit('/', 1)[1]}.tmp"
         with open(temp, "wb") as handle:
             handle.write(data)
+        crash_point("write.temp_written")
         os.replace(temp, path)
     else:   # an object store: the object appears once it is closed, never in part
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
@@ -117,6 +119,7 @@ def write_piece(folder: str, results: Sequence[tuple[str, Any]]) -> str:
     """Write `results` as one new piece under `folder`, whole or not at all; returns its path."""
     path = f"{folder.rstrip('/')}/{uuid.uuid4().hex}-{len(results)}{SUFFIX}"
     write_bytes(path, pickle.dumps(list(results), protocol=pickle.HIGHEST_PROTOCOL))
+    crash_point("memo.piece_written")
     return path
 
 
