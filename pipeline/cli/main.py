@@ -126,11 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--json", action="store_true", help="print the account as JSON")
 
     clean = commands.add_parser(
-        "clean", help="remove what no live run holds at an output: dead attempts, the replaced run, resumable work",
+        "clean", help="remove what no run needs at an output (dead attempts, the replaced run, resumable work); "
+             "refused while a run holds it",
         description="Remove the attempt folders no commit names (failed or killed runs), the attempt "
                     "the last commit replaced, and the resumable work of interrupted runs, locally "
                     "(in .NAME.csdata beside OUTPUT) and on an object store (under OUTPUT). The "
-                    "committed run is never touched; while a run is live, its attempt and work stay.")
+                    "committed run is never touched. It holds the output's lease while it removes, "
+                    "so it is refused in one line while a run writes into OUTPUT.")
     clean.add_argument("output", help="an output directory (local or s3://...)")
 
     describe = commands.add_parser(

@@ -114,8 +114,8 @@ def run_attempt(module, args: argparse.Namespace, extra: Sequence[str], key: str
 
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """`--fresh`, `--lease-timeout` and `--verify-inputs` on every command that writes an output (`writes_output`),
-    at any depth of subcommands."""
+    """`--fresh` and `--lease-timeout` on every command that writes an output (`writes_output`),
+    and `--verify-inputs` on those that resume (`beam_writer`), at any depth of subcommands."""
     from pipeline.outputs.lease import DEFAULT_TIMEOUT
 
     for action in parser._actions:
@@ -128,6 +128,7 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
                 sub.add_argument("--lease-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                                  help="a run into the same output whose heartbeat is older than this is "
                                       f"taken for dead and its lease taken over (default {DEFAULT_TIMEOUT:g})")
+            if sub.get_default("writes_output") and sub.get_default("beam_writer"):   # resumable
                 sub.add_argument("--verify-inputs", action="store_true",
                                  help="key the resumable work by the input files' content (sha256) rather "
                                       "than their size and modification time")

@@ -111,18 +111,9 @@ def read_json(path: str) -> Optional[dict]:
 def write_json(path: str, data: Any) -> None:
     """Write `data` whole: locally to a temporary name renamed over `path`, remotely in one PUT
     (an object appears only once it is complete)."""
-    text = json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
-    if not is_remote(path):
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}")
-        temp.write_bytes(text)
-        os.replace(temp, target)
-        return
-    from apache_beam.io.filesystems import FileSystems
+    from transforms.core.store import write_bytes
 
-    with FileSystems.create(path, mime_type="application/json") as handle:
-        handle.write(text)
+    write_bytes(path, json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
 
 
 def files_under(folder: str) -> list[str]:
@@ -151,16 +142,9 @@ def subfolders(folder: str) -> list[str]:
 
 def remove_tree(folder: str) -> None:
     """Delete `folder` and everything under it (nothing when it is not there)."""
-    if not is_remote(folder):
-        import shutil
+    from transforms.core.store import remove_folder
 
-        shutil.rmtree(folder, ignore_errors=True)
-        return
-    from apache_beam.io.filesystems import FileSystems
-
-    paths = [join(folder, name) for name in files_under(folder)]
-    if paths:
-        FileSystems.delete(paths)
+    remove_folder(folder)
 
 
 def exists(path: str) -> bool:

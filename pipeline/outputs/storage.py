@@ -42,7 +42,8 @@ def use_store_options(extra: Sequence[str]) -> None:
 
 
 def clean_output(output: str, extra: Sequence[str]) -> list[str]:
-    """`csdata clean OUTPUT`: remove what no live run holds there; returns what went."""
+    """`csdata clean OUTPUT`: remove what no run needs there (refused while one is live);
+    returns what went."""
     if "://" in output:
         use_store_options(extra)
     try:

@@ -30,19 +30,18 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
-import shutil
 import uuid
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.localfilesystem import LocalFileSystem
 from apache_beam.transforms.window import GlobalWindows
 
 from transforms.core.crash import crash_point
-from transforms.core.memo import matched_pieces, write_bytes
+from transforms.core.memo import matched_pieces
 from transforms.core.spread import Spread
+from transforms.core.store import remove_folder, write_bytes
 
 DONE = "done.json"
 PART_SUFFIX = ".part"
@@ -76,14 +75,7 @@ def done_checkpoints(work: str) -> list[dict]:
     return sorted(found, key=lambda done: done["stage"])
 
 
-def clear_folder(folder: str) -> None:
-    """Remove `folder` and what it holds (nothing when it is not there)."""
-    if isinstance(FileSystems.get_filesystem(folder), LocalFileSystem):
-        shutil.rmtree(folder, ignore_errors=True)
-        return
-    stale = list(matched_pieces(f"{folder}/*", "")) + list(matched_pieces(f"{folder}/*/*", ""))
-    if stale:
-        FileSystems.delete(sorted(set(stale)))
+clear_folder = remove_folder   # what a run killed before `done.json` left goes before it keeps anew
 
 
 def write_part(folder: str, elements: Sequence[Any]) -> str:

@@ -26,7 +26,6 @@ the pieces are pickles, so a work folder is trusted as the run's own output is.
 from __future__ import annotations
 
 import logging
-import os
 import pickle
 import re
 import time
@@ -37,12 +36,12 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.localfilesystem import LocalFileSystem
 from apache_beam.metrics import Metrics
 
 from transforms.core.accounting import NAMESPACE, Reject
 from transforms.core.crash import crash_point
 from transforms.core.spread import Spread
+from transforms.core.store import write_bytes
 
 SUFFIX = ".pieces"
 PIECE_SIZE = 100
@@ -97,22 +96,6 @@ def piece_count(path: str) -> int:
     """How many results a piece holds, read from its name (0 for a name not made here)."""
     found = _PIECE_NAME.match(path.rstrip("/").rsplit("/", 1)[-1])
     return int(found.group(1)) if found else 0
-
-
-def write_bytes(path: str, data: bytes) -> None:
-    """Write `data` to `path` (any Beam filesystem), whole or not at all."""
-    folder = path.rsplit("/", 1)[0]
-    if isinstance(FileSystems.get_filesystem(path), LocalFileSystem):
-        # Readers list final names only: the temporary name is never read, and the rename is atomic.
-        os.makedirs(folder, exist_ok=True)
-        temp = f"{folder}/.{path.rsplit('/', 1)[1]}.tmp"
-        with open(temp, "wb") as handle:
-            handle.write(data)
-        crash_point("write.temp_written")
-        os.replace(temp, path)
-    else:   # an object store: the object appears once it is closed, never in part
-        with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            handle.write(data)
 
 
 def write_piece(folder: str, results: Sequence[tuple[str, Any]]) -> str:
