@@ -43,7 +43,7 @@ from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import CosmosSpec, load_dataset_spec  # noqa: E402
 from pipeline.graphs.cosmos import run_paragraphs  # noqa: E402
-from transforms.core.files import expand_local_inputs  # noqa: E402
+from transforms.core.io.files import expand_local_inputs  # noqa: E402
 from transforms.cosmos.paragraphs import filter_story, kept_order, load_sentencizer, sentences_of  # noqa: E402
 from transforms.cosmos.read import Story, iter_raw_records, parse_raw_record  # noqa: E402
 from transforms.cosmos.scorers import make_coherence_scorer  # noqa: E402

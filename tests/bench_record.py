@@ -91,8 +91,8 @@ from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import RecordSpec, load_spec  # noqa: E402
 from pipeline.graphs.record import run_filter, run_record  # noqa: E402
-from transforms.core.files import expand_local_inputs  # noqa: E402
-from transforms.core.io import read_summary, read_table  # noqa: E402
+from transforms.core.io.files import expand_local_inputs  # noqa: E402
+from transforms.core.io.tables import read_summary, read_table  # noqa: E402
 from transforms.record.annotate.sentences import corenlp_sentences  # noqa: E402
 from transforms.record.annotate.spacy_ner import load_ner_pipeline, split_segments  # noqa: E402
 from transforms.record.article import Article  # noqa: E402

@@ -38,7 +38,7 @@ from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import RecordSpec, load_spec  # noqa: E402
 from pipeline.graphs.record import run_annotate, run_record  # noqa: E402
-from transforms.core.io import read_summary, read_table  # noqa: E402
+from transforms.core.io.tables import read_summary, read_table  # noqa: E402
 
 VARIANT = ["passage.min_tokens=120", "query.ngram=4"]
 TABLES = ("passages", "queries", "rejects")

@@ -70,7 +70,7 @@ def probe_modules(code: str, watched: Iterable[str], *, then: str = "", env: Map
 
 def loaded_modules(code: str, watched: Iterable[str]) -> list[str]:
     """The `watched` modules a fresh interpreter has imported once it has run `code`, sorted:
-    `assert loaded_modules("import transforms.core.models", ["torch"]) == []`."""
+    `assert loaded_modules("import transforms.core.models.loading", ["torch"]) == []`."""
     return probe_modules(code, watched).loaded
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from transforms.core.mturk import MTURK_RESULT_COLUMNS
+from transforms.core.crowd.mturk import MTURK_RESULT_COLUMNS
 
 
 def mturk_header(inputs: Iterable[str], answers: Iterable[str]) -> list[str]:

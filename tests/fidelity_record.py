@@ -32,7 +32,7 @@ from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from data_specs import load_spec  # noqa: E402
 from pipeline.graphs.record import run_record  # noqa: E402
-from transforms.core.io import read_table  # noqa: E402
+from transforms.core.io.tables import read_table  # noqa: E402
 from transforms.record.article import HIGHLIGHT_SEP  # noqa: E402
 from transforms.record.diff import compare, original_sentences, published_examples  # noqa: E402
 

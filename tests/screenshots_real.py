@@ -76,7 +76,7 @@ def page_cells(name: str, page: str) -> list[list[str]]:
 
 def sample_texts(name: str, run: Path) -> list[str]:
     """Texts of the run that must not be on a `--sample-rows 0` page."""
-    from transforms.core.io import read_table
+    from transforms.core.io.tables import read_table
 
     if name == "record":
         return read_table(run, "queries", ["query"]).column("query").to_pylist()

@@ -49,7 +49,7 @@ Text = Annotated[str, Strict()]                      # may be empty ("" = unset 
 Name = Annotated[str, Strict(), MinLen(1)]
 Regex = Annotated[str, Strict(), AfterValidator(_check_regex), Expect("a regular expression")]
 Device = Literal["cpu", "cuda", "auto"]
-EncodingPolicy = Literal["lenient", "strict"]     # see transforms/core/text.py
+EncodingPolicy = Literal["lenient", "strict"]     # see transforms/core/io/text.py
 ControlPolicy = Literal["remove", "reject"]
 
 

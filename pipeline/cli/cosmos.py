@@ -48,7 +48,7 @@ def run_hits_import(spec: CosmosSpec, run_dir: PathLike, questions_csv: PathLike
     replaces the spec's `answer_scorer` (built only when a set takes a false negative). Both
     files are the own CSVs or MTurk / Label Studio results (`results_format`, `auto` by default).
     """
-    from transforms.core.io import write_json, write_rows
+    from transforms.core.io.tables import write_json, write_rows
     from transforms.cosmos.crowd import import_results
     from transforms.cosmos.nota import SPLITS, assign_splits, decide_nota, instances_of, set_row
     from transforms.cosmos.scorers import check_scorer, make_answer_scorer
@@ -65,7 +65,7 @@ def run_hits_import(spec: CosmosSpec, run_dir: PathLike, questions_csv: PathLike
     targets = assign_splits(instances, spec.splits, spec.seed)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    from transforms.core.provenance import file_metadata
+    from transforms.core.reporting.provenance import file_metadata
 
     meta = file_metadata(spec, [str(run_dir), str(questions_csv), str(validations_csv)])
     for split in SPLITS:
@@ -234,7 +234,7 @@ def run(args, extra: Sequence[str], beam_options) -> int:
             print(f"{n} question-writing HITs written to {args.output}")
             return 0
         if args.hits_command == "preview":
-            from transforms.core.preview_server import preview
+            from transforms.core.crowd.preview_server import preview
             from transforms.cosmos.crowd import preview_page
 
             return preview(preview_page(args.run_dir, spec.hits, spec.seed, spec.limits, args.questions, args.item), args.port)

@@ -23,7 +23,7 @@ from pipeline.engine.runner import VERBOSE_ENV, beam_options, check_beam_args, q
 from pipeline.outputs.protocol import discard_active
 from pipeline.outputs.storage import clean_output, names_remote, resolve_runs, use_store_options
 from transforms.core.errors import JobFailed, StorageError, UserError
-from transforms.core.progress_lines import ENABLED_ENV as PROGRESS_ENV
+from transforms.core.progress.lines import ENABLED_ENV as PROGRESS_ENV
 
 QUIET_FLAGS = {"-q", "--quiet"}
 EXIT_USER_ERROR = 2        # argparse's code for usage errors, used for every user error
@@ -176,7 +176,7 @@ def cmd_report(args) -> Optional[int]:
     """Write the HTML report of the run in `args.run_dir`; None when no dataset claims it."""
     import importlib
 
-    from transforms.core.report import write_report
+    from transforms.core.reporting.report import write_report
 
     if Path(args.output).is_file():
         raise UserError(f"--output {args.output} is a file, not a directory")

@@ -165,7 +165,7 @@ def run_release(spec: ProtoqaSpec, inputs: Sequence[str], output: str, directory
     default `output`); returns {"summary", "coverage", "splits"}."""
     from pipeline.cli.releases import default_specs, funnel_section
     from transforms.core.accounting import STAGE_UNITS
-    from transforms.core.release import build_section, write_release
+    from transforms.core.reporting.release import build_section, write_release
     from transforms.protoqa.release import hf_release, release_provenance
     from transforms.protoqa.stats import cluster_counts, stats_from_counts
     from transforms.protoqa.steps import write_release_splits
@@ -220,7 +220,7 @@ def with_assign_threshold(spec: ProtoqaSpec, threshold: Optional[float]) -> Prot
 def run_assign(spec: ProtoqaSpec, targets_path: str, answers_path: Optional[str], output: str = "-",
                embeddings: bool = True, held_out: bool = False) -> int:
     """`protoqa assign`: proposals for ANSWERS as JSONL, or the leave-one-out report; exit code."""
-    from transforms.core.minilm import check_minilm
+    from transforms.core.models.minilm import check_minilm
     from transforms.protoqa import metric as pm
     from transforms.protoqa.assign import (
         ClusterAssigner,

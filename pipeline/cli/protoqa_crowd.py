@@ -144,8 +144,8 @@ def run_hits(args) -> int:
 
 def run_hits_preview(questions_path: Optional[str], hits_dir: Optional[str], row: int, port: int) -> int:
     """`protoqa hits preview`: serve the filled page until interrupted."""
+    from transforms.core.crowd.preview_server import preview
     from transforms.core.errors import UserError
-    from transforms.core.preview_server import preview
     from transforms.protoqa.hits import exported_questions, preview_page, read_questions
 
     if questions_path:

@@ -1,7 +1,7 @@
 """Provenance of every output directory and `csdata describe` (no Beam; `describe` loads pyarrow only).
 
 * `record_provenance(folder, args)`: called by `pipeline.cli.main` for every command that wrote an
-  output directory; writes `provenance.json` (`transforms.core.provenance`): the command line,
+  output directory; writes `provenance.json` (`transforms.core.reporting.provenance`): the command line,
   the working directory, every input file (path, size, sha256), the validated spec, the versions
   of csdata, its libraries and the model packages, the stage tallies, and the steps of the runs
   it read (an argument naming a directory that has a `provenance.json`), which
@@ -32,8 +32,8 @@ def _values(value: Any) -> list[str]:
 
 def step_of(args: argparse.Namespace, folder: str) -> tuple[dict[str, Any], dict[str, dict]]:
     """(this command's step, {argument: provenance of the run it names}) for `provenance.json`."""
-    from transforms.core.io import read_summary
-    from transforms.core.provenance import (
+    from transforms.core.io.tables import read_summary
+    from transforms.core.reporting.provenance import (
         describe_inputs,
         read_provenance,
         spec_data,
@@ -81,11 +81,11 @@ def _subcommands(args: argparse.Namespace) -> list[str]:
 
 def record_provenance(folder: str, args: argparse.Namespace) -> None:
     """Write `provenance.json` into a finished output directory (see the module docstring)."""
-    from transforms.core.provenance import PROVENANCE_FILE, chain, write_provenance
+    from transforms.core.reporting.provenance import PROVENANCE_FILE, chain, write_provenance
 
     step, upstreams = step_of(args, folder)
     if "://" in folder:
-        from transforms.core.io import write_json
+        from transforms.core.io.tables import write_json
 
         write_json(f"{folder.rstrip('/')}/{PROVENANCE_FILE}", chain(step, upstreams))
     else:

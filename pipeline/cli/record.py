@@ -164,7 +164,7 @@ def _generate(args, options: PipelineOptions) -> int:
     from data_specs import RecordSpec, load_dataset_spec
     from pipeline.graphs.record import run_record, with_annotator
     from transforms.core.accounting import STAGE_UNITS
-    from transforms.core.io import read_summary
+    from transforms.core.io.tables import read_summary
     from transforms.record.annotate.registry import check_cacheable
 
     spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
@@ -186,7 +186,7 @@ def _annotate(args, options: PipelineOptions) -> int:
     from data_specs import RecordSpec, load_dataset_spec
     from pipeline.graphs.record import run_annotate
     from transforms.core.accounting import STAGE_UNITS
-    from transforms.core.io import read_summary
+    from transforms.core.io.tables import read_summary
 
     spec = load_dataset_spec(RecordSpec, args.spec, args.overrides)
     run_annotate(spec, args.input, args.output, options, work=getattr(args, "work", None))
@@ -323,7 +323,7 @@ def demo(output_dir: Path, make_options) -> bool:
     from data_specs import RecordSpec, load_dataset_spec
     from pipeline.graphs.record import run_filter, run_record
     from transforms.core.accounting import STAGE_UNITS, format_summary
-    from transforms.core.io import read_summary
+    from transforms.core.io.tables import read_summary
     from transforms.record.machine_filter import format_filter_summary
     from transforms.record.stats import format_table, record_stats
 

@@ -74,10 +74,10 @@ def run_hits(args) -> int:
         print(f"{rows} HITs written to {args.output}")
         return 0
     if args.hits_command == "preview":
-        from transforms.core.preview_server import preview
+        from transforms.core.crowd.preview_server import preview
 
         return preview(preview_page(args.run_dir, spec.hits, args.triple), args.port)
-    from transforms.core.provenance import file_metadata
+    from transforms.core.reporting.provenance import file_metadata
 
     summary = import_results(args.run_dir, args.results, args.output, spec.hits, spec.splits, spec.seed,
                              spec.limits, args.hits_format, file_metadata(spec, [args.run_dir, args.results]))

@@ -3,7 +3,7 @@ only; `reproduce` loads what the commands it reruns load). Provenance is recorde
 `pipeline.cli.provenance`.
 
 * `release_command(args, build)`: `csdata {record,cosmos} release RUN --output DIR`, the Hugging
-  Face layout and dataset card of `transforms.core.release`.
+  Face layout and dataset card of `transforms.core.reporting.release`.
 * `reproduce_command(args)`: `csdata DATASET reproduce DIR --output NEW` reruns every recorded
   step from the recorded inputs (checked by sha256) and spec, writes NEW/release/ (the rerun
   release) and NEW/runs/ (the steps before it), and compares the rows of every config and split.
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 if TYPE_CHECKING:
-    from transforms.core.release import Release
+    from transforms.core.reporting.release import Release
 
 EXIT_DIFFERENT = 1
 
@@ -56,7 +56,7 @@ def add_release_commands(sub: Any, dataset: str, what: str, release: bool = True
 def default_specs() -> dict[str, dict]:
     """The shipped specs (the papers' defaults), by dataset, as JSON data."""
     from data_specs import load_spec
-    from transforms.core.provenance import spec_data
+    from transforms.core.reporting.provenance import spec_data
 
     return {name: spec_data(load_spec(name)) for name in ("record", "cosmos", "protoqa")}
 
@@ -66,7 +66,7 @@ def run_card_sections(run_dir: str, provenance: Optional[Mapping[str, Any]], dat
     """The dataset card sections of a run's release: how it was built, Table 1 (`table`, the
     text `csdata stats` prints), the reject funnel, `limitations` and the provenance."""
     from transforms.core.accounting import STAGE_UNITS
-    from transforms.core.release import build_section, code_block
+    from transforms.core.reporting.release import build_section, code_block
 
     return [
         ("How it was built", build_section(provenance, default_specs())),
@@ -81,7 +81,7 @@ def funnel_section(provenance: Optional[Mapping[str, Any]], summary: Optional[Ma
                    units: Mapping[str, str]) -> str:
     """Every recorded step's stage table (in / kept / rejected by reason), or the run's own."""
     from transforms.core.accounting import format_summary
-    from transforms.core.release import code_block
+    from transforms.core.reporting.release import code_block
 
     parts = []
     for step in (provenance or {}).get("steps", []):
@@ -122,7 +122,7 @@ def read_run_summary(run_dir: str) -> Optional[dict]:
 def release_metadata(run_dir: str, provenance: Optional[Mapping[str, Any]]) -> dict[str, str]:
     """The file metadata of a release's Parquet files: the released run's spec (the last
     recorded step's, `{}` when none was recorded) and the run's files as the inputs."""
-    from transforms.core.provenance import file_metadata
+    from transforms.core.reporting.provenance import file_metadata
 
     specs = [s["spec"] for s in (provenance or {}).get("steps", []) if s.get("spec")]
     return file_metadata(specs[-1] if specs else {}, [run_dir])
@@ -138,8 +138,8 @@ def spec_of(provenance: Optional[Mapping[str, Any]], dataset: str) -> dict:
 
 def release_command(args: argparse.Namespace, build: Callable[[str, Optional[dict]], Release]) -> int:
     """`csdata DATASET release RUN --output DIR` with the dataset's `build(run_dir, provenance)`."""
-    from transforms.core.provenance import read_provenance
-    from transforms.core.release import write_release
+    from transforms.core.reporting.provenance import read_provenance
+    from transforms.core.reporting.release import write_release
 
     release = build(args.run_dir, read_provenance(args.run_dir))
     counts = write_release(args.output, release, directory=args.final_output
@@ -201,7 +201,7 @@ def read_steps(release_dir: str) -> tuple[dict[str, Any], list[tuple[argparse.Na
     damaged or oddly shaped file (a step without a command line, inputs that are not
     `{path, size, sha256}` records) is one UserError: the file came from whoever made the release."""
     from transforms.core.errors import UserError
-    from transforms.core.provenance import PROVENANCE_FILE, read_provenance
+    from transforms.core.reporting.provenance import PROVENANCE_FILE, read_provenance
 
     provenance = read_provenance(release_dir)
     if not (Path(release_dir) / PROVENANCE_FILE).is_file():
@@ -229,7 +229,7 @@ def check_recorded_inputs(provenance: Mapping[str, Any]) -> None:
     """Every recorded input (checked by `read_steps`) is where it was, with the same bytes; else
     one UserError naming the step and the changed files."""
     from transforms.core.errors import UserError
-    from transforms.core.provenance import changed_inputs
+    from transforms.core.reporting.provenance import changed_inputs
 
     for step in provenance["steps"]:
         cwd = step["cwd"] if step.get("cwd") and os.path.isdir(step["cwd"]) else "."
@@ -295,7 +295,7 @@ def rerun_step(step: Mapping[str, Any], args: argparse.Namespace, options: Seque
 
 def _config_tables(release_dir: str) -> dict[str, list[str]]:
     """`config/split` -> its Parquet files, from the card's `configs`."""
-    from transforms.core.release import CARD, read_card_header
+    from transforms.core.reporting.release import CARD, read_card_header
 
     root = Path(release_dir)
     header = read_card_header(root / CARD) if (root / CARD).is_file() else {}

@@ -142,7 +142,7 @@ def written_tables(output: str) -> str:
     tables = sorted(p.name for p in Path(output).iterdir() if p.is_dir() and any(p.glob("*.parquet")))
     if not tables:
         return ""
-    from transforms.core.written import format_written  # pyarrow: only for runs that wrote Parquet
+    from transforms.core.io.written import format_written  # pyarrow: only for runs that wrote Parquet
 
     return f"\n{format_written(output, tables)}"
 

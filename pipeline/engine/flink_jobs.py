@@ -241,7 +241,7 @@ def run_on_cluster(pipeline: Any, master: str, progress: Optional[Any] = None) -
     from apache_beam.options.pipeline_options import GoogleCloudOptions
 
     from transforms.core.errors import JobFailed
-    from transforms.core.progress_lines import enabled_by_env
+    from transforms.core.progress.lines import enabled_by_env
 
     job_name = pipeline.options.view_as(GoogleCloudOptions).job_name
     job_errors = JobErrors()

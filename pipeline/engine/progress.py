@@ -1,7 +1,7 @@
 """The driver's side of a run's progress lines: `RunProgress` finds the pipeline's
-`transforms.core.progress` steps, listens for the counts of this machine's worker processes
-(`transforms.core.relay`), takes a runner's committed counters as a floor and prints each line
-on this process's stderr (`transforms.core.progress_lines`)."""
+`transforms.core.progress.steps` steps, listens for the counts of this machine's worker processes
+(`transforms.core.progress.relay`), takes a runner's committed counters as a floor and prints each line
+on this process's stderr (`transforms.core.progress.lines`)."""
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
@@ -9,9 +9,9 @@ from typing import Any, Mapping, Sequence
 import apache_beam as beam
 
 from transforms.core.accounting import NAMESPACE
-from transforms.core.progress import ProgressFn, counter_name
-from transforms.core.progress_lines import Reporter, Step, forget_reporter, process_origin, reporter_for
-from transforms.core.relay import Listener
+from transforms.core.progress.lines import Reporter, Step, forget_reporter, process_origin, reporter_for
+from transforms.core.progress.relay import Listener
+from transforms.core.progress.steps import ProgressFn, counter_name
 
 
 def progress_lines(pipeline: beam.Pipeline) -> dict[str, tuple[list[Step], float, bool]]:
@@ -47,7 +47,7 @@ class RunProgress:
             result.wait_until_finish()
             progress.finish(result)
 
-    Starts a `transforms.core.relay.Listener` per line, which takes the counts of the worker
+    Starts a `transforms.core.progress.relay.Listener` per line, which takes the counts of the worker
     processes of this machine and prints the line; `commit` takes a runner's counters while the
     job runs (the Flink monitor's), `finish` the finished pipeline's and prints the last line.
     """

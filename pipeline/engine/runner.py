@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
 from pipeline.engine.stores import retry_store_calls
 from transforms.core.errors import UserError
-from transforms.core.heap import freeze_heap
+from transforms.core.models.heap import freeze_heap
 
 if TYPE_CHECKING:
     import apache_beam as beam
@@ -263,7 +263,7 @@ def check_beam_args(extra: Sequence[str]) -> None:
 def check_inputs(patterns: Sequence[str]) -> None:
     """Every input pattern (file, directory or glob; local or on an object store) must match at
     least one file. Only a first match is looked for: the pipeline matches the patterns itself
-    (`transforms.core.files`), so no list of the files is built here."""
+    (`transforms.core.io.files`), so no list of the files is built here."""
     from pipeline.engine.stores import check_patterns
 
     remote = [p for p in patterns if "://" in p]

@@ -10,13 +10,13 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from data_specs.models import CosmosSpec
 from pipeline.engine.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.accounting import Reject
-from transforms.core.checkpoint import Checkpoint
-from transforms.core.io import read_summary
-from transforms.core.memo import resume_work
-from transforms.core.models import check_spacy
-from transforms.core.progress import ProgressLine
-from transforms.core.provenance import file_metadata
-from transforms.core.sinks import WriteTables
+from transforms.core.io.sinks import WriteTables
+from transforms.core.io.tables import read_summary
+from transforms.core.models.loading import check_spacy
+from transforms.core.progress.steps import ProgressLine
+from transforms.core.reporting.provenance import file_metadata
+from transforms.core.resume.checkpoint import Checkpoint
+from transforms.core.resume.memo import resume_work
 from transforms.core.stages import Summarize
 from transforms.cosmos.paragraphs import (
     COHERENCE_STAGE,

@@ -13,10 +13,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from data_specs import ProtoqaSpec
 from pipeline.engine.runner import clear_output, new_pipeline, run_pipeline
-from transforms.core.io import read_summary
-from transforms.core.progress import ProgressLine
-from transforms.core.provenance import file_metadata
-from transforms.core.sinks import WriteTable
+from transforms.core.io.sinks import WriteTable
+from transforms.core.io.tables import read_summary
+from transforms.core.progress.steps import ProgressLine
+from transforms.core.reporting.provenance import file_metadata
 from transforms.core.stages import Summarize
 from transforms.protoqa.questions import QUESTION_STAGES, CurateQuestions, scraped_jsonl
 from transforms.protoqa.read import ReadQuestionLines, question_units, read_id_list

@@ -17,15 +17,15 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from data_specs import RecordSpec
 from pipeline.engine.runner import clear_output, new_pipeline, run_pipeline
 from transforms.core.accounting import Reject
-from transforms.core.checkpoint import Checkpoint
 from transforms.core.coders import RejectCoder  # noqa: F401  (registers the coder of Reject)
 from transforms.core.dedup import DEDUP_NEAR, DropNearDuplicates, MinHasher
 from transforms.core.errors import UserError
-from transforms.core.io import read_summary, write_json
-from transforms.core.memo import resume_work
-from transforms.core.progress import ProgressLine
-from transforms.core.provenance import file_metadata
-from transforms.core.sinks import WriteTable, WriteTables
+from transforms.core.io.sinks import WriteTable, WriteTables
+from transforms.core.io.tables import read_summary, write_json
+from transforms.core.progress.steps import ProgressLine
+from transforms.core.reporting.provenance import file_metadata
+from transforms.core.resume.checkpoint import Checkpoint
+from transforms.core.resume.memo import resume_work
 from transforms.core.stages import ChainedStages, Ledger, StageStep, Summarize
 from transforms.record.annotate import STAGE as ANNOTATE_STAGE
 from transforms.record.annotate.backends.allennlp import write_inputs

@@ -111,7 +111,7 @@ def read_json(path: str) -> Optional[dict]:
 def write_json(path: str, data: Any) -> None:
     """Write `data` whole: locally to a temporary name renamed over `path`, remotely in one PUT
     (an object appears only once it is complete)."""
-    from transforms.core.store import write_bytes
+    from transforms.core.resume.store import write_bytes
 
     write_bytes(path, json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
 
@@ -142,7 +142,7 @@ def subfolders(folder: str) -> list[str]:
 
 def remove_tree(folder: str) -> None:
     """Delete `folder` and everything under it (nothing when it is not there)."""
-    from transforms.core.store import remove_folder
+    from transforms.core.resume.store import remove_folder
 
     remove_folder(folder)
 

@@ -19,7 +19,7 @@ object store alike (where things live: `pipeline.outputs.paths`; the lease:
    is named in one line for `csdata clean`. A failed or interrupted run that did not reach the
    commit point removes its attempt and keeps the work (`pipeline.outputs.resume`) for the next run.
 
-Each step has a named crash point (`transforms.core.crash`), so a test can end the process there.
+Each step has a named crash point (`transforms.core.resume.crash`), so a test can end the process there.
 
 The marker `csdata-run.json` says what a finished run is: csdata's version, the dataset, the
 command words (`protoqa sheets import`) and when it finished (`run_info`), then the attempt, its
@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from pipeline.outputs.lease import DEFAULT_TIMEOUT, Lease, cancel_jobs, make_lease
+from pipeline.outputs.holder import cancel_jobs
+from pipeline.outputs.lease import DEFAULT_TIMEOUT, Lease, make_lease
 from pipeline.outputs.paths import (
     ATTEMPTS,
     RUN_MARKER,
@@ -56,8 +57,8 @@ from pipeline.outputs.paths import (
     upload,
     write_json,
 )
-from transforms.core.crash import crash_point
 from transforms.core.errors import UserError
+from transforms.core.resume.crash import crash_point
 
 LEGACY = ("summary.json",)   # a local run written by a library call, with no protocol around it
 
@@ -207,7 +208,7 @@ def begin(output: str, local_files: bool = False, timeout: float = DEFAULT_TIMEO
 def run_info(dataset: str, command: str) -> dict[str, str]:
     """The marker's fields that say what ran: csdata's version, the dataset, the command words
     (`protoqa sheets import`) and when it finished."""
-    from transforms.core.provenance import csdata_version, utc_now
+    from transforms.core.reporting.provenance import csdata_version, utc_now
 
     return {"csdata": csdata_version(), "dataset": dataset, "command": command, "finished": utc_now()}
 

@@ -1,9 +1,9 @@
 """Resume: a rerun after a kill reuses the work the killed run finished.
 
 The stages before the first model keep their output under the output's `work/KEY/` once they
-are done (`transforms.core.checkpoint`: ReCoRD's curated splits, Cosmos QA's stories read), and
+are done (`transforms.core.resume.checkpoint`: ReCoRD's curated splits, Cosmos QA's stories read), and
 the model steps (ReCoRD's annotation, Cosmos QA's sentences and coherence) store their results
-in pieces as they go (`transforms.core.memo`). KEY is a hash of everything that decides those
+in pieces as they go (`transforms.core.resume.memo`). KEY is a hash of everything that decides those
 results (`run_key`):
 
 - the command and its arguments (not the output, nor options that change only what is shown);
@@ -53,7 +53,7 @@ def input_fingerprints(patterns: list[str], contents: bool = False) -> list[list
     `[path, sha256]` with `contents`, sorted by path."""
     from apache_beam.io.filesystems import FileSystems
 
-    from transforms.core.provenance import input_files
+    from transforms.core.reporting.provenance import input_files
 
     found = []
     for path, size in input_files(patterns):
@@ -85,7 +85,7 @@ def named_files(value: object) -> list[list[str]]:
 
 def run_key(args: argparse.Namespace) -> str:
     """The hash naming a run's work (see the module doc): 16 hex digits."""
-    from transforms.core.provenance import spec_sha256, versions
+    from transforms.core.reporting.provenance import spec_sha256, versions
 
     arguments = {k: v for k, v in vars(args).items() if k not in NOT_KEYED and _plain(v)}
     spec: Optional[str] = None
@@ -132,8 +132,8 @@ def work_folder(output: str, key: str, fresh: bool = False) -> str:
 
 def resume_line(work: str) -> Optional[str]:
     """`resuming: ...` when `work` holds results of an interrupted run, else None."""
-    from transforms.core.checkpoint import done_checkpoints
-    from transforms.core.memo import count_stored
+    from transforms.core.resume.checkpoint import done_checkpoints
+    from transforms.core.resume.memo import count_stored
 
     reused = [f"the {done['stage']} stages' output ({done['elements']['kept']:,} records, "
               f"{done['elements']['rejects']:,} rejects)" for done in done_checkpoints(work)]

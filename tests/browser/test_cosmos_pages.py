@@ -25,9 +25,9 @@ from tests.crowd_files import (
     mturk_results_csv,
     mturk_row,
 )
-from transforms.core.io import read_table
-from transforms.core.mturk import fill_template
-from transforms.core.preview_server import serve_preview
+from transforms.core.crowd.mturk import fill_template
+from transforms.core.crowd.preview_server import serve_preview
+from transforms.core.io.tables import read_table
 from transforms.cosmos import crowd
 
 pytestmark = pytest.mark.slow      # a stage-1 run of the sample blogs (spaCy, MiniLM)

@@ -21,8 +21,8 @@ from tests.crowd_files import (
     mturk_results_csv,
     mturk_row,
 )
-from transforms.core.mturk import fill_template
-from transforms.core.preview_server import serve_preview
+from transforms.core.crowd.mturk import fill_template
+from transforms.core.crowd.preview_server import serve_preview
 from transforms.protoqa.steps import run_hits_export, run_hits_import
 
 QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "platforms" / "protoqa_questions.jsonl"

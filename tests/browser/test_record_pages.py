@@ -23,9 +23,9 @@ from tests.crowd_files import (
     mturk_results_csv,
     mturk_row,
 )
-from transforms.core.io import read_table
-from transforms.core.mturk import fill_template
-from transforms.core.preview_server import serve_preview
+from transforms.core.crowd.mturk import fill_template
+from transforms.core.crowd.preview_server import serve_preview
+from transforms.core.io.tables import read_table
 from transforms.record.crowd import import_results
 from transforms.record.hits_export import export_hits
 from transforms.record.metric import is_correct

@@ -16,7 +16,7 @@ from pipeline.cli.main import main
 from tests.browser.conftest import PHONE, console_errors
 from tests.core.conftest import protoqa_record
 from tests.core.test_report_reference import OFFICIAL
-from transforms.core.plots import REFERENCE_COLOUR
+from transforms.core.reporting.plots import REFERENCE_COLOUR
 
 pytestmark = pytest.mark.slow       # runs the three demo pipelines (spaCy, MiniLM) once
 

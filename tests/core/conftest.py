@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from transforms.core.accounting import stage_entry
-from transforms.core.io import write_rows
+from transforms.core.io.tables import write_rows
 
 
 def _entity(start, text, label, chain):

@@ -1,4 +1,4 @@
-"""`transforms.core.checkpoint`: a stage group's outputs kept in committed parts, `done.json`
+"""`transforms.core.resume.checkpoint`: a stage group's outputs kept in committed parts, `done.json`
 last, and read back whole by a rerun."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
-from transforms.core.checkpoint import Checkpoint, commit_part, read_done, write_part
+from transforms.core.resume.checkpoint import Checkpoint, commit_part, read_done, write_part
 
 KEPT = [f"article-{i}" for i in range(2500)]       # three parts of PART_SIZE (1,000) or fewer
 REJECTS = [Reject("dedup_near", "near_duplicate", "article-x", "like article-1")]
@@ -145,7 +145,7 @@ def test_keep_then_read_goes_on_with_the_parts_this_run_committed(tmp_path):
     # A committed part that appears in the folder while the run goes on (as a part written
     # again by a re-run region of a cluster job would) is not read: the run reads back the
     # parts it settled, once done.json is there, and no others.
-    from transforms.core.checkpoint import commit_part
+    from transforms.core.resume.checkpoint import commit_part
 
     with beam_test_pipeline() as pipeline:
         checkpoint = Checkpoint(str(tmp_path), "curated", part_size=300)

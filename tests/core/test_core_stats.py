@@ -1,4 +1,4 @@
-from transforms.core.stats import bar_lines, bin_label, describe, histogram
+from transforms.core.reporting.stats import bar_lines, bin_label, describe, histogram
 
 
 def test_describe():

@@ -1,5 +1,5 @@
 """The crash-point matrix: `record generate` ended on purpose at every named step of the output
-protocol, the checkpoint, the model memo and the restore (`transforms.core.crash`), over an output
+protocol, the checkpoint, the model memo and the restore (`transforms.core.resume.crash`), over an output
 that holds two committed runs. After the crash the output is the previous run or the new one,
 whole (`csdata stats` reads it); after a rerun it is a clean run's rows and accounting, with only
 the committed attempt and the one it replaced left. The points are found in the source, so a new
@@ -20,7 +20,7 @@ import pytest
 from pipeline.cli.main import main
 from pipeline.outputs.paths import RUN_MARKER, OutputPaths
 from tests.conftest import DATA, ROOT, parquet_rows
-from transforms.core.crash import CRASH_ENV
+from transforms.core.resume.crash import CRASH_ENV
 
 pytestmark = pytest.mark.slow
 

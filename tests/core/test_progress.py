@@ -18,15 +18,15 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import DATA, beam_test_pipeline, loaded_modules
-from transforms.core import progress_lines as reporting
-from transforms.core.progress import ProgressLine
-from transforms.core.progress_lines import (
+from transforms.core.io.written import format_written
+from transforms.core.progress import lines as reporting
+from transforms.core.progress.lines import (
     ENABLED_ENV,
     INTERVAL_ENV,
     Reporter,
     default_interval,
 )
-from transforms.core.written import format_written
+from transforms.core.progress.steps import ProgressLine
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = [("articles", "read"), ("articles", "annotated"), ("queries", "written")]
@@ -178,7 +178,7 @@ def test_a_relaying_worker_sends_instead_of_printing_and_prints_where_nobody_lis
 
 
 def test_the_relay_carries_counts_to_the_drivers_listener():
-    from transforms.core.relay import Listener, Relay, decode, encode
+    from transforms.core.progress.relay import Listener, Relay, decode, encode
 
     assert decode(encode("h/1", {STEPS[0]: (3, True)})) == ("h/1", {STEPS[0]: (3, True)})
     assert decode(b"not json") is None and decode(b'{"from": "h/1"}') is None
@@ -197,7 +197,7 @@ def test_the_relay_carries_counts_to_the_drivers_listener():
 
 
 def test_count_text_eta_seconds_and_clock_text():
-    from transforms.core.progress_lines import clock_text, count_text, eta_seconds
+    from transforms.core.progress.lines import clock_text, count_text, eta_seconds
 
     assert count_text(1234, None, "articles", "read", True) == "1,234 articles read"
     assert count_text(567, 1234, "articles", "annotated", False) == "567/1,234 annotated"
@@ -383,7 +383,7 @@ def test_a_multi_processing_generate_prints_one_line_for_all_workers(tmp_path):
 MULTI_PROCESS_RUN = """
 import apache_beam as beam
 from pipeline.engine.runner import beam_options, new_pipeline, run_pipeline
-from transforms.core.progress import ProgressLine
+from transforms.core.progress.steps import ProgressLine
 
 pipeline = new_pipeline(beam_options(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))
 line = ProgressLine()
@@ -419,7 +419,7 @@ def test_the_cli_switch_is_the_variable_the_pipelines_read(monkeypatch):
 
 
 def test_reporting_loads_no_beam():
-    assert loaded_modules("import transforms.core.progress_lines, pipeline.cli.main", ["apache_beam"]) == []
+    assert loaded_modules("import transforms.core.progress.lines, pipeline.cli.main", ["apache_beam"]) == []
 
 
 # --------------------------------------------------------------------------- lines of a long task
@@ -427,7 +427,7 @@ def test_reporting_loads_no_beam():
 def test_task_log_throttles_and_forces():
     import io
 
-    from transforms.core.progress_lines import TaskLog, process_origin
+    from transforms.core.progress.lines import TaskLog, process_origin
 
     now = [100.0]
     stream = io.StringIO()
@@ -448,7 +448,7 @@ def test_task_log_throttles_and_forces():
 def test_task_log_tags_a_worker():
     import io
 
-    from transforms.core.progress_lines import TaskLog, process_origin
+    from transforms.core.progress.lines import TaskLog, process_origin
 
     host, _ = process_origin()
     stream = io.StringIO()
@@ -457,7 +457,7 @@ def test_task_log_tags_a_worker():
 
 
 def test_eta_text():
-    from transforms.core.progress_lines import eta_text
+    from transforms.core.progress.lines import eta_text
 
     # 84 s for 40 steps: 2.1 s a step, 360 steps left: 756 s = 0:12:36
     assert eta_text(40, 400, 84.0) == "40/400 steps · 2.1 s/step · ETA 0:12:36"

@@ -1,4 +1,4 @@
-"""The Hugging Face layout and dataset card of `transforms.core.release` (issue #14).
+"""The Hugging Face layout and dataset card of `transforms.core.reporting.release` (issue #14).
 
 The header is checked against the field rules of the Hub's dataset card specification
 (huggingface/hub-docs `datasetcard.md`: which keys, which types, the size categories), then read
@@ -18,7 +18,7 @@ import pytest
 
 from data_specs import load_schema
 from tests.conftest import hf_datasets
-from transforms.core.release import (
+from transforms.core.reporting.release import (
     CARD,
     SIZE_CATEGORIES,
     Config,
@@ -222,7 +222,7 @@ result = {"splits": list(loaded), "num_rows": [loaded[s].num_rows for s in loade
 
 
 def test_provenance_chain_puts_the_steps_of_the_runs_read_first():
-    from transforms.core.provenance import chain
+    from transforms.core.reporting.provenance import chain
 
     generate = chain({"command": "record generate"}, {})
     filtered = chain({"command": "record filter"}, {"run_dir": generate})
@@ -234,7 +234,7 @@ def test_provenance_chain_puts_the_steps_of_the_runs_read_first():
 
 
 def test_changed_inputs_names_missing_and_changed_files(tmp_path):
-    from transforms.core.provenance import changed_inputs, describe_inputs
+    from transforms.core.reporting.provenance import changed_inputs, describe_inputs
 
     (tmp_path / "a.txt").write_text("one")
     (tmp_path / "b.txt").write_text("two")

@@ -1,4 +1,4 @@
-"""`csdata report`: the HTML builder (transforms.core.report, .plots) and, per dataset, that the
+"""`csdata report`: the HTML builder (transforms.core.reporting.report, .plots) and, per dataset, that the
 page's Table 1 shows exactly the numbers `csdata stats` prints for the same run.
 
 The runs are small tables written by hand (the tiny_* fixtures of tests/core/conftest.py), so
@@ -16,8 +16,8 @@ import pytest
 from pipeline.cli.main import main
 from tests.cosmos.crowd_sets import import_simulated
 from transforms.core.accounting import stage_entry
-from transforms.core.plots import Line, Shade, bars_svg, histogram_svg
-from transforms.core.report import (
+from transforms.core.reporting.plots import Line, Shade, bars_svg, histogram_svg
+from transforms.core.reporting.report import (
     FunnelStage,
     Plot,
     Report,
@@ -351,7 +351,7 @@ def test_report_loads_no_beam_or_models(tiny_record_run, tiny_protoqa_release, t
 
 
 def test_paper_overlays_are_drawn_in_the_paper_colour():
-    from transforms.core.plots import PAPER_COLOUR
+    from transforms.core.reporting.plots import PAPER_COLOUR
 
     ours = histogram_svg([1, 2, 3], "a", "T", "x", lines=[Line(2.0, "this run: mean 2")])
     paper = histogram_svg([1, 2, 3], "b", "T", "x", lines=[Line(2.0, "paper: mean 2", paper=True)])

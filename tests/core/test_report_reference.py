@@ -17,8 +17,8 @@ from pipeline.cli.main import main
 from tests.core.conftest import protoqa_record
 from tests.core.test_report import _report, _stats
 from tests.cosmos.crowd_sets import import_simulated
-from transforms.core.io import write_rows
-from transforms.core.plots import REFERENCE_COLOUR, SHARE_LABEL, bars_svg, histogram_svg, shares
+from transforms.core.io.tables import write_rows
+from transforms.core.reporting.plots import REFERENCE_COLOUR, SHARE_LABEL, bars_svg, histogram_svg, shares
 
 RECORD_CAPTION = "ReCoRD statistics beside the paper's Table 1 (training split)"
 COSMOS_CAPTION = "Cosmos QA statistics beside the paper's Table 1"
@@ -197,7 +197,7 @@ def validated_run(tiny_record_run) -> Path:
     none in test (the layout `record hits import` writes: no queries/ table)."""
     import shutil
 
-    from transforms.core.io import read_table
+    from transforms.core.io.tables import read_table
 
     queries = read_table(tiny_record_run, "queries").to_pylist()
     shutil.rmtree(tiny_record_run / "queries")

@@ -13,7 +13,7 @@ from pipeline.outputs import paths
 from pipeline.outputs.protocol import resolve_run
 from pipeline.outputs.storage import store_options_removed
 from transforms.core.errors import UserError
-from transforms.core.io import write_json
+from transforms.core.io.tables import write_json
 
 
 def test_no_space_is_found_in_the_error_or_what_caused_it():

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import beam_test_pipeline
-from transforms.core.shards import (
+from transforms.core.io.shards import (
     TEMP_PREFIX,
     ShardWriter,
     finalize_shards,
@@ -16,7 +16,7 @@ from transforms.core.shards import (
     rows_to_batch,
     shard_names,
 )
-from transforms.core.sinks import WriteTable
+from transforms.core.io.sinks import WriteTable
 
 REJECT = {"stage": "read", "reason": "empty_article", "record_id": "a1", "detail": "x.story"}
 

@@ -12,8 +12,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
-from transforms.core.shards import shard_names
-from transforms.core.sinks import WriteTables
+from transforms.core.io.shards import shard_names
+from transforms.core.io.sinks import WriteTables
 from transforms.core.stages import ChainedStages, StageStep, Summarize
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Probe, probe_modules
-from transforms.core.io import write_json, write_rows
+from transforms.core.io.tables import write_json, write_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOQA_SAMPLES = ROOT / "tests" / "data" / "protoqa"

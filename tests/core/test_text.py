@@ -1,5 +1,5 @@
 """The decoding policy shared by every reader (hand-made byte strings)."""
-from transforms.core.text import Decoded, Undecodable, clean_string, decode_bytes, decode_text
+from transforms.core.io.text import Decoded, Undecodable, clean_string, decode_bytes, decode_text
 
 
 def test_utf8_and_bom():

@@ -1,4 +1,4 @@
-"""Reading files other people made within the spec's limits (transforms/core/untrusted.py).
+"""Reading files other people made within the spec's limits (transforms/core/io/untrusted.py).
 
 Expected rows, line numbers and reasons are read off the hand-written files below.
 """
@@ -11,7 +11,7 @@ import pytest
 
 from data_specs.models import LimitsSection
 from transforms.core.errors import UserError
-from transforms.core.untrusted import (
+from transforms.core.io.untrusted import (
     FIELD_TOO_LARGE,
     MALFORMED_RECORD,
     NOT_UTF8,

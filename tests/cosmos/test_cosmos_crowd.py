@@ -11,7 +11,7 @@ from pipeline.cli import cosmos
 from pipeline.cli.main import main
 from tests.cosmos.crowd_sets import cosmos_spec, import_simulated, judgement, write_csv, write_paragraphs
 from transforms.core.errors import UserError
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 from transforms.cosmos import crowd, crowd_results, nota, release
 from transforms.cosmos.scorers import MiniLMAnswers
 

@@ -23,10 +23,10 @@ from tests.crowd_files import (
     mturk_results_csv,
     mturk_row,
 )
+from transforms.core.crowd.mturk import template_variables
+from transforms.core.crowd.pages import form_field_names
 from transforms.core.errors import UserError
-from transforms.core.io import read_table
-from transforms.core.mturk import template_variables
-from transforms.core.pages import form_field_names
+from transforms.core.io.tables import read_table
 from transforms.cosmos import crowd
 
 PLATFORMS = Path(__file__).resolve().parents[1] / "data" / "platforms"

@@ -15,7 +15,7 @@ from data_specs import load_spec
 from pipeline.cli.main import main
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
-from transforms.core.io import read_summary, read_table
+from transforms.core.io.tables import read_summary, read_table
 from transforms.cosmos.paragraphs import SplitSentences
 from transforms.cosmos.read import (
     ReadStories,

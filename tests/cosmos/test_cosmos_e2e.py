@@ -13,8 +13,8 @@ from pipeline.cli.main import main
 from pipeline.graphs import cosmos as cosmos_beam
 from tests.conftest import beam_test_pipeline
 from tests.cosmos.test_cosmos_sample import stories_from_file
-from transforms.core.io import read_summary, read_table
-from transforms.core.models import ModelUnavailable
+from transforms.core.io.tables import read_summary, read_table
+from transforms.core.models.loading import ModelUnavailable
 from transforms.cosmos.paragraphs import Paragraphs, load_sentencizer
 from transforms.cosmos.read import Story
 from transforms.cosmos.scorers import make_coherence_scorer

@@ -11,7 +11,7 @@ from pipeline.cli.main import main
 from tests.conftest import hf_datasets
 from tests.core.test_release_hf import check_with_datasets, header_problems
 from tests.cosmos.crowd_sets import judgement, question_row, write_csv, write_paragraphs
-from transforms.core.release import CARD, read_card_header
+from transforms.core.reporting.release import CARD, read_card_header
 
 EXCELLENT = "W-EXCELLENT"
 COLUMNS = ["id", "context", "question", "answer0", "answer1", "answer2", "answer3", "label"]

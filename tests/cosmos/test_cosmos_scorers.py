@@ -6,7 +6,7 @@ import pytest
 
 from data_specs import load_spec
 from tests.conftest import loaded_modules
-from transforms.core.minilm import MiniLMEncoder, fixed_length
+from transforms.core.models.minilm import MiniLMEncoder, fixed_length
 from transforms.cosmos.scorers import MiniLMCoherence, make_coherence_scorer
 
 pytestmark = pytest.mark.slow
@@ -40,7 +40,7 @@ def test_torch_runtime_is_transformers_without_importing_it(encoders):
         [list(map(int, r)) for r in plain._batch(SENTENCES)["input_ids"]]
     assert np.array_equal(hf.encode_fixed(SENTENCES), plain.encode_fixed(SENTENCES))
     assert np.abs(hf.encode(SENTENCES) - plain.encode(SENTENCES)).max() < 1e-6
-    code = ("from transforms.core.minilm import MiniLMEncoder; "
+    code = ("from transforms.core.models.minilm import MiniLMEncoder; "
             "MiniLMEncoder(4, 32, 'cpu', 'torch').encode_fixed(['a kite'])")
     assert loaded_modules(code, ["transformers"]) == []
 

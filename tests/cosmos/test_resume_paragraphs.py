@@ -17,7 +17,7 @@ from data_specs import CosmosSpec, load_dataset_spec
 from pipeline.graphs.cosmos import run_paragraphs
 from tests.conftest import beam_test_pipeline, parquet_rows
 from tests.cosmos.test_cosmos_sample import STORIES, stories_from_file
-from transforms.core.memo import count_stored, write_piece
+from transforms.core.resume.memo import count_stored, write_piece
 from transforms.cosmos import scorers
 from transforms.cosmos.paragraphs import Paragraphs
 

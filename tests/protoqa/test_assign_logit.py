@@ -184,8 +184,8 @@ def test_cli_assign_with_minilm(tmp_path):
     from pathlib import Path
 
     from pipeline.cli.main import main
-    from transforms.core.minilm import check_minilm
-    from transforms.core.models import ModelUnavailable
+    from transforms.core.models.loading import ModelUnavailable
+    from transforms.core.models.minilm import check_minilm
 
     try:
         check_minilm()

@@ -11,9 +11,9 @@ import openpyxl
 import pytest
 
 from data_specs import ProtoqaSpec, load_dataset_spec, load_spec
-from transforms.core.cells import csv_cell, read_csv_cell
-from transforms.core.io import write_rows
-from transforms.core.mturk import write_mturk_batch
+from transforms.core.crowd.mturk import write_mturk_batch
+from transforms.core.io.cells import csv_cell, read_csv_cell
+from transforms.core.io.tables import write_rows
 from transforms.protoqa.cluster_prep import read_crowd_answers
 from transforms.protoqa.hits import write_answers
 from transforms.protoqa.sheet_export import ANNOTATOR_COLUMNS

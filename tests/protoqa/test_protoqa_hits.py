@@ -17,8 +17,8 @@ import pytest
 from data_specs import load_spec
 from pipeline.cli.main import main
 from tests.crowd_files import label_studio_export, mturk_results_csv
+from transforms.core.crowd.mturk import template_variables
 from transforms.core.errors import UserError
-from transforms.core.mturk import template_variables
 from transforms.protoqa.cluster_prep import read_crowd_answers
 from transforms.protoqa.hits import (
     ANSWER_COLUMNS,

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from pipeline.cli.main import main
 from tests.conftest import hf_datasets
 from tests.core.test_release_hf import check_with_datasets, header_problems
-from transforms.core.release import CARD, read_card_header
+from transforms.core.reporting.release import CARD, read_card_header
 from transforms.protoqa.release import hf_row
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data" / "protoqa"

@@ -13,7 +13,7 @@ import pytest
 from data_specs import load_spec
 from pipeline.cli.protoqa import run_release
 from tests.conftest import ROOT
-from transforms.core.io import write_rows
+from transforms.core.io.tables import write_rows
 from transforms.protoqa.cluster_prep import (
     IdentityLemmatizer,
     normalize_answers,

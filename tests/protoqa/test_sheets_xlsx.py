@@ -12,7 +12,7 @@ import pytest
 from data_specs import ProtoqaSpec, load_dataset_spec
 from pipeline.cli.main import main
 from tests.conftest import ROOT
-from transforms.core.io import write_rows
+from transforms.core.io.tables import write_rows
 from transforms.protoqa.sheet_export import ANNOTATOR_COLUMNS, CLUSTERS_SHEET, _sheet_titles
 from transforms.protoqa.sheet_read import SheetError, load_sheet, read_xlsx
 from transforms.protoqa.sheets import adjudicate

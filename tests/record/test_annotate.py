@@ -1,7 +1,7 @@
 """The spaCy annotator: span trimming, placement in passage/sentence coordinates, model loading."""
 import pytest
 
-from transforms.core.models import ModelUnavailable
+from transforms.core.models.loading import ModelUnavailable
 from transforms.record.annotate.spacy_ner import SpacyAnnotator, load_ner_pipeline
 from transforms.record.annotate.spans import trim_span
 from transforms.record.article import Article, make_split

@@ -11,7 +11,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from data_specs import load_spec
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
-from transforms.core.io import write_rows
+from transforms.core.io.tables import write_rows
 from transforms.record.annotate.assemble import assemble_units, passage_mentions, unit_entities
 from transforms.record.annotate.coref import make_coreferencer
 from transforms.record.annotate.propagate import passage_entity_bound

@@ -11,7 +11,7 @@ import pytest
 from data_specs import load_spec
 from pipeline.cli.main import main
 from tests.conftest import DATA, INPUTS, URL_LISTS, generate
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 from transforms.record.annotate.store import ner_rules_key
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.cli.main import main
 from tests.conftest import DATA
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 from transforms.record.article import article_document
 from transforms.record.formats import parse_story
 

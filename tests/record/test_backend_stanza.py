@@ -12,7 +12,7 @@ import pytest
 stanza = pytest.importorskip("stanza")
 from stanza.models.coref.coref_chain import CorefChain, CorefMention  # noqa: E402
 
-from transforms.core.models import ModelUnavailable  # noqa: E402
+from transforms.core.models.loading import ModelUnavailable  # noqa: E402
 from transforms.record.annotate.backends.stanza_backend import (  # noqa: E402
     StanzaAnnotator,
     check_stanza_resources,

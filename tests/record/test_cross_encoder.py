@@ -17,7 +17,7 @@ import torch  # noqa: E402
 
 from data_specs import load_spec  # noqa: E402
 from tests.conftest import loaded_modules, python_output  # noqa: E402
-from transforms.core.models import ModelUnavailable  # noqa: E402
+from transforms.core.models.loading import ModelUnavailable  # noqa: E402
 from transforms.record.readers import make_reader  # noqa: E402
 from transforms.record.readers.base import Triple, candidates  # noqa: E402
 from transforms.record.readers.cross_encoder import CrossExample, candidate_context  # noqa: E402
@@ -196,7 +196,7 @@ def test_passes_sum_to_the_gradients_of_one_pass(examples):
 def test_fit_says_its_plan_and_every_step(examples):
     import io
 
-    from transforms.core.progress_lines import TaskLog, process_origin
+    from transforms.core.progress.lines import TaskLog, process_origin
 
     stream = io.StringIO()
     _reader(patience=0).fit(examples, log=TaskLog("fold 3", True, 0.0, process_origin(), stream=stream))
@@ -214,7 +214,7 @@ def test_fit_says_its_plan_and_every_step(examples):
 def test_training_stops_when_the_held_out_accuracy_stops_rising(examples):
     import io
 
-    from transforms.core.progress_lines import TaskLog, process_origin
+    from transforms.core.progress.lines import TaskLog, process_origin
 
     # A learning rate too small to change a prediction: the first measurement (after step 1) is no
     # better than before training, so patience 1 stops there.
@@ -227,7 +227,7 @@ def test_training_stops_when_the_held_out_accuracy_stops_rising(examples):
 MEMORY_PROBE = """
 import json, resource
 from tests.record.test_cross_encoder import TRIPLES, _reader
-from transforms.core.heap import release_memory
+from transforms.core.models.heap import release_memory
 
 def rss():
     return int(open('/proc/self/statm').read().split()[1]) * 4096 / 2**20

@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.cli.main import main
 from tests.record.damaged import DAMAGED, GZIP_CUT_SHORT, long_row, write_cut_tgz
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 
 pytestmark = pytest.mark.slow
 

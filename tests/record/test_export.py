@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from data_specs import load_schema
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 from transforms.record.export import EXPORTERS, export_record_json, export_superglue_jsonl
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -16,7 +16,7 @@ from pipeline.graphs.record import GenerateRecord
 from tests.conftest import INPUTS, URL_LISTS, beam_test_pipeline
 from tests.groupings import assert_no_grouping_carries
 from transforms.core.accounting import Reject
-from transforms.core.files import WHOLE
+from transforms.core.io.files import WHOLE
 from transforms.record.article import Article
 from transforms.record.entries import (
     INPUT_CHANGED,

@@ -19,7 +19,7 @@ import pytest
 
 from data_specs import RecordSpec, load_schema, load_spec
 from transforms.core.accounting import format_summary
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 from transforms.record.crowd import eval_targets, import_results, passage_hash
 from transforms.record.hits_export import HIDDEN_PREFIX, HIT_COLUMNS, export_hits
 from transforms.record.hits_results import RESULT_COLUMNS, Submission, run_quality_control

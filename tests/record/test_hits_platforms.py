@@ -30,10 +30,10 @@ from tests.record.test_hits import (
     spec,
     write_filtered_run,
 )
+from transforms.core.crowd.mturk import template_variables
+from transforms.core.crowd.pages import form_field_names
 from transforms.core.errors import UserError
-from transforms.core.io import read_table
-from transforms.core.mturk import template_variables
-from transforms.core.pages import form_field_names
+from transforms.core.io.tables import read_table
 from transforms.record.crowd import import_results
 from transforms.record.hits_export import export_hits
 from transforms.record.hits_results import RESULT_COLUMNS

@@ -9,7 +9,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipeline.cli.main import main
 from tests.conftest import beam_test_pipeline, python_run
 from transforms.core.hashing import unit_hash
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 from transforms.record.machine_filter import (
     WriteTrainingFn,
     fold_of,
@@ -60,7 +60,7 @@ def test_filter_end_to_end_on_the_demo_run(record_generate_run, tmp_path, capsys
     assert (out / "models").is_dir() and len(list((out / "models").iterdir())) == 3
     printed = capsys.readouterr().out
     assert "random" in printed and "machine_filter" in printed
-    # RunInference reads its memory use once per batch (transforms/core/inference.py).
+    # RunInference reads its memory use once per batch (transforms/core/models/inference.py).
     assert not [r for r in caplog.records if "Resource module is not available" in r.getMessage()]
 
 
@@ -153,7 +153,7 @@ def test_run_inference_loads_the_model_its_side_input_names(tmp_path):
 
     from data_specs import load_spec
     from tests.record.test_readers import triple
-    from transforms.core.inference import ModelMetadata, RunInference
+    from transforms.core.models.inference import ModelMetadata, RunInference
     from transforms.record.machine_filter import ReaderModelHandler
     from transforms.record.readers import make_reader
 

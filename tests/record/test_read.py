@@ -7,7 +7,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from data_specs import load_spec
 from tests.conftest import DATA, beam_test_pipeline
-from transforms.core.files import expand_local_inputs
+from transforms.core.io.files import expand_local_inputs
 from transforms.record.raw_records import SUPPORTED_SUFFIXES
 from transforms.record.read import ReadArticles
 

@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.cli.main import main
 from tests.conftest import DATA, generate
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 from transforms.record.article import passage_text
 from transforms.record.formats import parse_story
 from transforms.record.queries import query_id

@@ -13,8 +13,8 @@ import yaml
 from pipeline.cli.main import main
 from tests.conftest import hf_datasets
 from tests.core.test_release_hf import check_with_datasets, header_problems
-from transforms.core.io import write_json, write_rows
-from transforms.core.release import CARD, read_card_header
+from transforms.core.io.tables import write_json, write_rows
+from transforms.core.reporting.release import CARD, read_card_header
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "record_release_card_header.yaml"
 BODY = "Ana Silva opened a cafe in Porto. Silva had worked in Lisbon for years."

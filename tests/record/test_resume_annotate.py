@@ -13,7 +13,7 @@ from apache_beam.metrics import MetricsFilter
 from data_specs import RecordSpec, load_dataset_spec
 from pipeline.graphs.record import run_annotate, run_record
 from tests.conftest import INPUTS, URL_LISTS, parquet_rows
-from transforms.core.memo import count_stored, write_piece
+from transforms.core.resume.memo import count_stored, write_piece
 
 # The sample corpus: 15 articles read, 12 of them reach the annotate stage (one duplicate id,
 # one near duplicate, one passage too short), so 12 results are kept.

@@ -1,4 +1,4 @@
-"""`transforms.core.memo` and `transforms.core.checkpoint` on the real S3 server: a piece is one
+"""`transforms.core.resume.memo` and `transforms.core.resume.checkpoint` on the real S3 server: a piece is one
 object (no temporary object, no copy), counted from its name, and read back and joined inside a
 pipeline; a checkpoint's parts, records and done.json are objects read back whole."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.s3.store import BUCKET, S3_ARGS, keys
-from transforms.core.checkpoint import Checkpoint, read_done
-from transforms.core.memo import AttachStored, Memo, PieceWriter, count_stored
+from transforms.core.resume.checkpoint import Checkpoint, read_done
+from transforms.core.resume.memo import AttachStored, Memo, PieceWriter, count_stored
 
 pytestmark = pytest.mark.s3
 

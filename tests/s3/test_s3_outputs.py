@@ -22,8 +22,8 @@ from pipeline.outputs import protocol
 from pipeline.outputs.lease import OutputBusy
 from tests.conftest import DATA, ROOT
 from tests.s3.store import BUCKET, S3_ARGS, keys, upload
-from transforms.core.crash import CRASH_ENV
 from transforms.core.errors import StorageError
+from transforms.core.resume.crash import CRASH_ENV
 
 pytestmark = pytest.mark.s3
 

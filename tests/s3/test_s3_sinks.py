@@ -17,8 +17,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing import test_pipeline
 
 from tests.s3.store import BUCKET, S3_ARGS, download, keys
-from transforms.core.shards import TEMP_PREFIX, ShardWriter, finalize_shards
-from transforms.core.sinks import WriteTable, WriteTables
+from transforms.core.io.shards import TEMP_PREFIX, ShardWriter, finalize_shards
+from transforms.core.io.sinks import WriteTable, WriteTables
 
 pytestmark = pytest.mark.s3
 

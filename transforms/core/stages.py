@@ -10,7 +10,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Outcome, Reject, build_summary
-from transforms.core.io import write_json
+from transforms.core.io.tables import write_json
 
 
 def count_reject(reject: Reject) -> None:

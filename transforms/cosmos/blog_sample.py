@@ -15,8 +15,8 @@ from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence, Unio
 import apache_beam as beam
 
 from transforms.core.accounting import Reject
-from transforms.core.checkpoint import WritePartsFn, clear_folder, read_part_file
 from transforms.core.hashing import unit_hash
+from transforms.core.resume.checkpoint import WritePartsFn, clear_folder, read_part_file
 from transforms.core.stages import Stage
 from transforms.cosmos.segment import Paragraph
 from transforms.cosmos.story_sample import NOT_SAMPLED
@@ -119,7 +119,7 @@ class SampleFromParts(beam.PTransform):
 
 
 def work_folder(work: Optional[Any]) -> Optional[str]:
-    """The folder of a `transforms.core.memo.WorkLike` (None without one)."""
+    """The folder of a `transforms.core.resume.memo.WorkLike` (None without one)."""
     if work is None:
         return None
     return work if isinstance(work, str) else work.folder

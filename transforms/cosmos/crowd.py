@@ -41,11 +41,11 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from data_specs.models import CosmosHitsSection, LimitsSection
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import stage_entry
-from transforms.core.cells import csv_row
+from transforms.core.crowd.mturk import fill_template
+from transforms.core.crowd.platforms import FORMATS, OWN_CSV
 from transforms.core.errors import UserError
-from transforms.core.io import read_table
-from transforms.core.mturk import fill_template
-from transforms.core.platforms import FORMATS, OWN_CSV
+from transforms.core.io.cells import csv_row
+from transforms.core.io.tables import read_table
 from transforms.cosmos import hits_pages
 from transforms.cosmos.crowd_results import (
     READ_STAGE,

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from data_specs.models import CosmosHitsSection, LimitsSection
-from transforms.core.cells import read_csv_cell
+from transforms.core.crowd.platforms import OWN_CSV, detect_results_format, left_out
 from transforms.core.errors import UserError
-from transforms.core.platforms import OWN_CSV, detect_results_format, left_out
-from transforms.core.untrusted import Skipped, read_csv_rows
+from transforms.core.io.cells import read_csv_cell
+from transforms.core.io.untrusted import Skipped, read_csv_rows
 from transforms.cosmos import hits_pages
 
 PathLike = Union[str, Path]
@@ -68,7 +68,7 @@ class Judgement:
 @dataclass(frozen=True)
 class ResultsFile:
     """A results file read: its rows in the own layout, how many records (rows, assignments or
-    annotations) they came from, and what was left out (`transforms.core.untrusted.Skipped`)."""
+    annotations) they came from, and what was left out (`transforms.core.io.untrusted.Skipped`)."""
 
     rows: list[dict[str, str]]
     records: int

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Union
 
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 from transforms.cosmos.report import reference_rows
 from transforms.cosmos.stats import paragraph_stats_of
 

@@ -14,7 +14,7 @@ chosen option's text), `needs_commonsense`, `answerable_without_paragraph` (yes/
 are the set's answers in a seeded order (sha1 of seed, set id and answer), so their position
 never tells which are correct.
 
-MTurk variables hold JSON (`transforms.core.pages`); Label Studio data holds plain text, with
+MTurk variables hold JSON (`transforms.core.crowd.pages`); Label Studio data holds plain text, with
 `options` as `[{"value": text}]` for the dynamic choices and the same field names as results.
 """
 from __future__ import annotations
@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from data_specs.models import CosmosHitsSection, LimitsSection
-from transforms.core import pages
-from transforms.core.hashing import seeded_digest
-from transforms.core.label_studio import label_studio_tasks, read_label_studio_export
-from transforms.core.mturk import read_mturk_results, template_variables, write_mturk_batch
-from transforms.core.platforms import (
+from transforms.core.crowd import pages
+from transforms.core.crowd.label_studio import label_studio_tasks, read_label_studio_export
+from transforms.core.crowd.mturk import read_mturk_results, template_variables, write_mturk_batch
+from transforms.core.crowd.platforms import (
     LABEL_STUDIO,
     MTURK,
     Assignment,
@@ -37,6 +36,7 @@ from transforms.core.platforms import (
     answer_text,
     check_inputs,
 )
+from transforms.core.hashing import seeded_digest
 
 PathLike = Union[str, Path]
 OTHER_TYPE = "other"

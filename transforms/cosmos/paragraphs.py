@@ -50,9 +50,9 @@ from data_specs.models import (
 )
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
-from transforms.core.checkpoint import after_done
-from transforms.core.memo import MemoizedModel, WorkLike, step_memo
-from transforms.core.models import load_spacy
+from transforms.core.models.loading import load_spacy
+from transforms.core.resume.checkpoint import after_done
+from transforms.core.resume.memo import MemoizedModel, WorkLike, step_memo
 from transforms.core.stages import Ledger, Stage, route
 from transforms.cosmos.blog_sample import (
     SAMPLE_STAGE,
@@ -119,7 +119,7 @@ class RunBatchModelFn(beam.DoFn):
 
     The model is acquired on the first batch that needs it. With `memo`, batches hold
     `(element, stored result or None)` pairs and only the elements without one go through the
-    model (`transforms.core.memo`).
+    model (`transforms.core.resume.memo`).
     """
 
     def __init__(self, stage: str, key: str, make: Callable[[], Any],
@@ -314,7 +314,7 @@ class Paragraphs(beam.PTransform):
     the module doc) are split into `sentences`, scored by `coherence` and segmented within
     `paragraph`'s bounds; `sample.per_blog` paragraphs a blog are kept in `seed`ed hash order.
     With `work` (a work folder), the sentences and coherence scores are kept there, and a rerun
-    after a kill computes only those that are not (`transforms.core.memo`). `read` is the input
+    after a kill computes only those that are not (`transforms.core.resume.memo`). `read` is the input
     section the stories were read with: `before_scoring` reads a round's chosen stories again
     from their files with it. `hold` (a one-element PCollection, e.g. a checkpoint's
     `done.json`) holds the models back until it is there: under `before_scoring` the stories'

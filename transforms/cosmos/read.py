@@ -15,11 +15,11 @@ directories.
   stem is the story id and the blog id.
 
 Inputs are files, globs and directories on any Beam filesystem, matched inside the pipeline
-(`transforms.core.files.ReadRawRecords`): every worker reads the files dealt to it. A local
+(`transforms.core.io.files.ReadRawRecords`): every worker reads the files dealt to it. A local
 directory is the pattern `DIR/**`, every visible file under it (dot files skipped); a JSONL file
 over 64 MiB is read in byte ranges by several workers, its `path:line` origins as if read whole.
 
-Every payload is decoded by the one policy of `transforms.core.text` (`input.encoding`,
+Every payload is decoded by the one policy of `transforms.core.io.text` (`input.encoding`,
 `input.control_chars`): UTF-8 (a BOM stripped), else Windows-1252, else latin-1, recorded per
 story in `Story.encoding`; a blog file is decoded as a whole, so all its posts share one
 encoding. Control characters are removed (Beam counter `read.control_chars_removed`) or, under
@@ -56,10 +56,8 @@ from apache_beam.metrics import Metrics
 
 from data_specs.models import CosmosInputSection
 from transforms.core.accounting import NAMESPACE, Reject
-from transforms.core.files import FolderFiles, ReadRawRecords, open_file
-from transforms.core.progress import ProgressLine
-from transforms.core.stages import Stage
-from transforms.core.text import (
+from transforms.core.io.files import FolderFiles, ReadRawRecords, open_file
+from transforms.core.io.text import (
     CONTROL_CHARACTERS,
     ControlPolicy,
     Decoded,
@@ -68,6 +66,8 @@ from transforms.core.text import (
     clean_controls,
     decode_bytes,
 )
+from transforms.core.progress.steps import ProgressLine
+from transforms.core.stages import Stage
 
 STAGE = "read"
 BLOG_SUFFIXES = (".xml",)
@@ -131,7 +131,7 @@ def _count(name: str, n: int = 1) -> None:
 
 def decode(payload: bytes, policy: Policy = "lenient",
            controls: ControlPolicy = "remove") -> Union[Decoded, Undecodable]:
-    """`transforms.core.text` decoding, whitespace controls turned into spaces first (see the
+    """`transforms.core.io.text` decoding, whitespace controls turned into spaces first (see the
     module doc); removed controls are counted."""
     decoded = decode_bytes(payload, policy)
     if isinstance(decoded, Undecodable):
@@ -243,7 +243,7 @@ def split_blog_file(path: str, payload: bytes, policy: Policy = "lenient",
 
 def is_line_file(path: str) -> bool:
     """Whether a file is read line by line (JSONL), so that a big one may be read in byte ranges
-    by several workers (`transforms.core.files`)."""
+    by several workers (`transforms.core.io.files`)."""
     return path.lower().endswith(JSONL_SUFFIXES)
 
 
@@ -383,7 +383,7 @@ class ReadStories(beam.PTransform):
     """Read stories from files, directories and globs; returns `(stories, rejects, tallies)`.
 
     The patterns are matched inside the pipeline and each file is read by the worker it is dealt
-    to (`transforms.core.files.ReadRawRecords`). A local directory is read recursively (the
+    to (`transforms.core.io.files.ReadRawRecords`). A local directory is read recursively (the
     pattern `DIR/**`), every visible file of it: a text directory holds one story a file,
     whatever the file names; dot files are skipped. A JSONL file over 64 MiB is read in byte
     ranges by several workers, its lines numbered as if read whole. With `progress`, the run's

@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, TextIO, Union
 
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 
 if TYPE_CHECKING:
-    from transforms.core.release import Release
+    from transforms.core.reporting.release import Release
 
 PathLike = Union[str, Path]
 RELEASE_COLUMNS = ("id", "context", "question", "answer0", "answer1", "answer2", "answer3", "label")
@@ -102,7 +102,7 @@ def build_release(qa_dir: PathLike, sections: list[tuple[str, str]], file_metada
     """The `Release` of the `cosmos hits import` run in `qa_dir` with the card's `sections`
     and the Parquet `file_metadata`."""
     from data_specs import load_schema
-    from transforms.core.release import Config, Release
+    from transforms.core.reporting.release import Config, Release
 
     return Release(
         pretty_name="Cosmos QA (regenerated with csdata)",

@@ -26,9 +26,9 @@ from data_specs.models import CosmosPaperTable1, NotaSection
 from filters.text import count_tokens
 from transforms.core.accounting import STAGE_UNITS
 from transforms.core.errors import UserError
-from transforms.core.io import read_table
-from transforms.core.plots import Line, Shade, bars_svg, histogram_svg
-from transforms.core.report import (
+from transforms.core.io.tables import read_table
+from transforms.core.reporting.plots import Line, Shade, bars_svg, histogram_svg
+from transforms.core.reporting.report import (
     NO_PAPER_FIGURE,
     PUBLISHED,
     Plot,

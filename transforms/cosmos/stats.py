@@ -12,9 +12,9 @@ from typing import Any, Mapping, Optional, Sequence
 from data_specs.models import CosmosPaperTable1, NotaSection
 from filters.text import count_tokens
 from transforms.core.accounting import STAGE_UNITS, format_summary
-from transforms.core.io import read_summary, read_table
-from transforms.core.stats import describe
-from transforms.core.stats import histogram as core_histogram
+from transforms.core.io.tables import read_summary, read_table
+from transforms.core.reporting.stats import describe
+from transforms.core.reporting.stats import histogram as core_histogram
 
 SPLITS = ("train", "dev", "test")
 

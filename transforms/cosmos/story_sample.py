@@ -28,8 +28,8 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
-from transforms.core.checkpoint import after_done
 from transforms.core.hashing import unit_hash
+from transforms.core.resume.checkpoint import after_done
 from transforms.core.stages import count_reject
 from transforms.cosmos.read import Story
 

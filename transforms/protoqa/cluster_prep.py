@@ -29,12 +29,12 @@ import numpy as np
 from data_specs.models import AnswersSection, LimitsSection, ProposalsOptions
 from filters.protoqa import normalize_question, straighten_typography
 from transforms.core.accounting import Reject
-from transforms.core.cells import unescaped_dict
 from transforms.core.errors import UserError
-from transforms.core.io import read_table
-from transforms.core.minilm import MiniLMEncoder, check_minilm
-from transforms.core.models import check_spacy, load_spacy
-from transforms.core.untrusted import read_csv_rows
+from transforms.core.io.cells import unescaped_dict
+from transforms.core.io.tables import read_table
+from transforms.core.io.untrusted import read_csv_rows
+from transforms.core.models.loading import check_spacy, load_spacy
+from transforms.core.models.minilm import MiniLMEncoder, check_minilm
 
 READ = "read_answers"
 PROPOSE = "propose_clusters"
@@ -138,7 +138,7 @@ def read_crowd_answers(source: Union[str, Path, IO[bytes]], limits: LimitsSectio
 
     One row per response (count 1) or per distinct answer with its count; `question_id` may be
     empty (an id is derived from the question). Rows over `limits` or damaged are rejects
-    (`transforms.core.untrusted`; record id `line N`). Returns (questions, rejects, rows read).
+    (`transforms.core.io.untrusted`; record id `line N`). Returns (questions, rejects, rows read).
     """
     table = read_csv_rows(source, limits)
     fields = {f.strip().lower(): f for f in table.header}

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from transforms.core.errors import UserError
-from transforms.core.report import json_lines, not_a_release, read_reference
+from transforms.core.reporting.report import json_lines, not_a_release, read_reference
 from transforms.protoqa.blanc import blanc, clusters_to_mapping, corpus_blanc
 from transforms.protoqa.release import read_records
 from transforms.protoqa.report import RECORD_FILES

@@ -6,7 +6,7 @@ Python: a release has ~150 questions and ~15,000 answers.
 
 **MTurk** (`template.html` + `batch.csv`): variables `question_id` (echoed back as the answer
 field `question_id`) and `question` (JSON text, read by the page from a data slot; see
-transforms/core/pages.py). Answer field: `answer`, the worker's text.
+transforms/core/crowd/pages.py). Answer field: `answer`, the worker's text.
 
 **Label Studio** (`config.xml` + `tasks.json`): data `question_id` and `question` (plain text);
 the TextArea result `answer`.
@@ -20,7 +20,7 @@ Studio), `empty_answer` (blank after whitespace is collapsed) and `duplicate_wor
 counts once per question, with the first answer they submitted (submission order; the file's
 order on equal times), as the paper's 100 answers come from 100 different workers. Rows or
 tasks of the results file over the spec's `limits`, or damaged, are rejects of the same stage
-(`record_too_large`, `field_too_large`, `not_utf8`, `malformed_record`: transforms/core/untrusted.py).
+(`record_too_large`, `field_too_large`, `not_utf8`, `malformed_record`: transforms/core/io/untrusted.py).
 """
 from __future__ import annotations
 
@@ -32,13 +32,16 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from data_specs.models import LimitsSection
-from transforms.core import pages
 from transforms.core.accounting import Reject
-from transforms.core.cells import escaped_dict
-from transforms.core.errors import UserError
-from transforms.core.label_studio import label_studio_tasks, read_label_studio_export
-from transforms.core.mturk import fill_template, read_mturk_results, template_variables, write_mturk_batch
-from transforms.core.platforms import (
+from transforms.core.crowd import pages
+from transforms.core.crowd.label_studio import label_studio_tasks, read_label_studio_export
+from transforms.core.crowd.mturk import (
+    fill_template,
+    read_mturk_results,
+    template_variables,
+    write_mturk_batch,
+)
+from transforms.core.crowd.platforms import (
     CANCELLED_ANNOTATION,
     LABEL_STUDIO,
     MTURK,
@@ -49,7 +52,9 @@ from transforms.core.platforms import (
     detect_results_format,
     withdrawn_reason,
 )
-from transforms.core.untrusted import parse_json
+from transforms.core.errors import UserError
+from transforms.core.io.cells import escaped_dict
+from transforms.core.io.untrusted import parse_json
 
 IMPORT = "import_answers"
 

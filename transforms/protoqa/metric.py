@@ -35,7 +35,7 @@ Clusters whose member sets are identical are merged as the official ``{frozenset
 does (first position, last count). An empty ranked list scores 0 (the official code crashes).
 
 **Loading.** Targets and predictions files are decoded by the one policy of
-`transforms.core.text` (UTF-8 with a BOM stripped, else cp1252, else latin-1; raw control
+`transforms.core.io.text` (UTF-8 with a BOM stripped, else cp1252, else latin-1; raw control
 characters removed). A file that cannot be scored is one `UserError` (the CLI prints one line,
 exit 2) naming the file, the line when known and the question:
 
@@ -61,8 +61,8 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 import numpy as np
 
 from transforms.core.errors import UserError
-from transforms.core.text import Decoded, decode_text
-from transforms.core.untrusted import parse_json
+from transforms.core.io.text import Decoded, decode_text
+from transforms.core.io.untrusted import parse_json
 from transforms.protoqa import wordnet as pw
 from transforms.protoqa.metric_inputs import (
     Cluster,
@@ -91,7 +91,7 @@ METRICS: Dict[str, Tuple[Optional[int], Optional[int]]] = {
 
 
 def _read_lines(path: Union[str, Path]) -> List[str]:
-    """A file's text lines, decoded by the one policy of transforms.core.text (UTF-8, a BOM
+    """A file's text lines, decoded by the one policy of transforms.core.io.text (UTF-8, a BOM
     stripped, else cp1252, else latin-1; raw control characters removed)."""
     decoded = decode_text(Path(path).read_bytes())
     assert isinstance(decoded, Decoded)          # the lenient policy always decodes

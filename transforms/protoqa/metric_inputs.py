@@ -15,7 +15,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from transforms.core.untrusted import parse_json
+from transforms.core.io.untrusted import parse_json
 
 
 @dataclass

@@ -2,7 +2,7 @@
 `csdata protoqa questions`, `transforms.protoqa.questions`), and the omitted and flagged lists.
 
 Reading (`ReadQuestionLines` gives `(path:line, bytes)`; text lines from `ReadFromText` work
-too): each line is decoded by the one policy of `transforms.core.text` (`questions.encoding`:
+too): each line is decoded by the one policy of `transforms.core.io.text` (`questions.encoding`:
 UTF-8 with a BOM stripped, else cp1252, else latin-1, Beam counter `read.encoding.<name>` when not
 UTF-8 | `strict`; `questions.control_chars`: NUL and the other control characters removed, also
 when escaped inside the JSON strings, Beam counter `read.control_chars_removed` | `reject`).
@@ -38,16 +38,16 @@ from data_specs.models import LimitsSection
 from filters.protoqa import normalize_question
 from transforms.core.accounting import NAMESPACE, Reject
 from transforms.core.errors import UserError
-from transforms.core.files import ReadRawRecords
-from transforms.core.progress import ProgressLine
-from transforms.core.text import ControlPolicy, Decoded, Policy, Undecodable, clean_string, decode_text
-from transforms.core.untrusted import (
+from transforms.core.io.files import ReadRawRecords
+from transforms.core.io.text import ControlPolicy, Decoded, Policy, Undecodable, clean_string, decode_text
+from transforms.core.io.untrusted import (
     FIELD_TOO_LARGE,
     RECORD_TOO_LARGE,
     oversized_string,
     parse_json,
     raw_records,
 )
+from transforms.core.progress.steps import ProgressLine
 
 READ = "read"
 MALFORMED_ROW = "malformed_row"
@@ -84,7 +84,7 @@ class ReadQuestionLines(beam.PTransform):
     """The lines of protoqa-data JSONL files (patterns on any Beam filesystem) as
     `(path:line, bytes)`, for `CurateQuestions` to decode by the spec's policy. The patterns are
     matched inside the pipeline, each file is read by the worker it is dealt to, and a file over
-    64 MiB in byte ranges by several workers (`transforms.core.files.ReadRawRecords`)."""
+    64 MiB in byte ranges by several workers (`transforms.core.io.files.ReadRawRecords`)."""
 
     def __init__(self, patterns: Sequence[str], limits: Optional[LimitsSection] = None,
                  progress: Optional[ProgressLine] = None):
@@ -198,7 +198,7 @@ def parse_question(line: QuestionLine, default_source: str = "", encoding: Polic
                    ) -> Iterable[Union[dict, Reject]]:
     """One protoqa-data JSONL line -> a question dict (answers: [(string, count)] in file order).
 
-    `line` is text, raw bytes (decoded by `encoding` / `controls`, transforms.core.text) or
+    `line` is text, raw bytes (decoded by `encoding` / `controls`, transforms.core.io.text) or
     `(origin, bytes)` as `ReadQuestionLines` gives. Scraped rows have one string per cluster and
     `raw == {string: count}`; rows with clusters take the answers from `raw` all the same, so
     any protoqa-data file can be curated. A damaged line is one `Reject` (module doc).
@@ -248,7 +248,7 @@ def read_id_list(path: str) -> tuple[list[str], list[str]]:
 
     A protoqa-data JSONL file (omitted.jsonl) gives each row's id and normalised question; any
     other file is read as one id per line (`#` comments allowed). The file is decoded by the
-    default policy of transforms.core.text; a line that is not JSON (or not a protoqa-data row)
+    default policy of transforms.core.io.text; a line that is not JSON (or not a protoqa-data row)
     in a JSONL list is a `UserError` naming the file and line.
     """
     with FileSystems.open(path) as handle:

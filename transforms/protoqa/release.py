@@ -18,7 +18,7 @@ from transforms.core.hashing import seeded_order
 
 if TYPE_CHECKING:
     from data_specs import ProtoqaSpec
-    from transforms.core.release import Release
+    from transforms.core.reporting.release import Release
 
 COVERAGE = "coverage"
 
@@ -174,7 +174,13 @@ suggestions only and are not in this release. Questions are kept by the spec's c
 def release_provenance(spec: ProtoqaSpec, inputs: Sequence[str], summary: dict) -> dict:
     """What the card says built the release: its one `protoqa release` step (inputs, spec,
     versions, stage tallies), in the shape of `provenance.json`."""
-    from transforms.core.provenance import describe_inputs, spec_data, spec_sha256, utc_now, versions
+    from transforms.core.reporting.provenance import (
+        describe_inputs,
+        spec_data,
+        spec_sha256,
+        utc_now,
+        versions,
+    )
 
     data = spec_data(spec)
     return {"steps": [{"command": "protoqa release",
@@ -189,8 +195,8 @@ def hf_release(spec: ProtoqaSpec, inputs: Sequence[str], splits: dict, built: st
     schema `release` and the card, whose "How it was built", "Statistics" and "Reject funnel"
     sections are `built`, `statistics` (the text `csdata stats` prints) and `funnel`."""
     from data_specs import load_schema
-    from transforms.core.provenance import file_metadata, spec_data
-    from transforms.core.release import Config, Release, code_block
+    from transforms.core.reporting.provenance import file_metadata, spec_data
+    from transforms.core.reporting.release import Config, Release, code_block
 
     sections = [
         ("How it was built", built),

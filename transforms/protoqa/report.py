@@ -18,8 +18,8 @@ from typing import Any, Optional, Union
 from data_specs.models import ProtoqaPaper
 from transforms.core.accounting import STAGE_UNITS
 from transforms.core.errors import UserError
-from transforms.core.plots import bars_svg
-from transforms.core.report import (
+from transforms.core.reporting.plots import bars_svg
+from transforms.core.reporting.report import (
     NO_PAPER_FIGURE,
     PUBLISHED,
     Plot,
@@ -32,7 +32,7 @@ from transforms.core.report import (
     run_funnel,
     sample_table,
 )
-from transforms.core.stats import histogram
+from transforms.core.reporting.stats import histogram
 from transforms.protoqa.cluster_prep import read_prep
 from transforms.protoqa.release import read_records
 from transforms.protoqa.stats import cluster_counts, cluster_figures

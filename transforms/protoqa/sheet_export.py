@@ -5,7 +5,7 @@ One sheet per annotator, CSV or `.xlsx`, with the columns `ANNOTATOR_COLUMNS`:
 A workbook has one worksheet per question, as the evaluator's stub `crowdsource_data_stub.xlsx`;
 its `annotator_cluster` cells carry a drop-down (data validation list) of the question's proposed
 clusters and the invalid labels, kept on the hidden `CLUSTERS_SHEET`. Every cell a person opens
-is formula-safe (`transforms.core.cells`).
+is formula-safe (`transforms.core.io.cells`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import re
 from collections import OrderedDict
 from typing import Iterable, Sequence
 
-from transforms.core.cells import escaped_dict, xlsx_text
+from transforms.core.io.cells import escaped_dict, xlsx_text
 
 ANNOTATOR_COLUMNS = ["question_id", "question", "answer", "count", "fixed_spelling",
                      "proposed_cluster", "annotator_cluster"]

@@ -27,9 +27,9 @@ from typing import Iterable, Optional, Sequence
 
 from data_specs.models import LimitsSection
 from filters.protoqa import normalize_question
-from transforms.core.cells import read_csv_cell
 from transforms.core.errors import UserError
-from transforms.core.untrusted import csv_field_limit
+from transforms.core.io.cells import read_csv_cell
+from transforms.core.io.untrusted import csv_field_limit
 from transforms.protoqa.cluster_prep import question_id_for
 from transforms.protoqa.sheet_export import CLUSTERS_SHEET
 

@@ -7,8 +7,8 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from transforms.core.io import read_table
-from transforms.core.stats import OPEN_END, bar_lines, histogram
+from transforms.core.io.tables import read_table
+from transforms.core.reporting.stats import OPEN_END, bar_lines, histogram
 from transforms.protoqa.cluster_prep import read_prep
 from transforms.protoqa.release import read_records
 

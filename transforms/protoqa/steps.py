@@ -85,8 +85,8 @@ def run_hits_import(spec: ProtoqaSpec, results: str, output: str, fmt: str = "au
 
 def run_cluster_prep(spec: ProtoqaSpec, answers_csv: str, output: str, models=None) -> dict:
     """Normalised answers and proposed clusters of a crowd answers CSV; returns the summary."""
-    from transforms.core.io import write_json, write_rows
-    from transforms.core.provenance import file_metadata
+    from transforms.core.io.tables import write_json, write_rows
+    from transforms.core.reporting.provenance import file_metadata
     from transforms.protoqa.cluster_prep import (
         PREP_STAGES,
         PROPOSE,
@@ -135,7 +135,7 @@ def run_sheets_export(prep_dir: str, output: str, annotators: Sequence[str], fmt
 def run_sheets_import(spec: ProtoqaSpec, sheets: Sequence[str], output: str,
                       columns: Optional[Sequence[str]] = None) -> dict:
     """BLANC agreement of two annotators, their disagreements and the adjudication sheet."""
-    from transforms.core.io import write_json
+    from transforms.core.io.tables import write_json
     from transforms.protoqa.sheet_export import write_csv
     from transforms.protoqa.sheet_read import load_sheet
     from transforms.protoqa.sheets import (
@@ -164,7 +164,7 @@ def run_sheets_import(spec: ProtoqaSpec, sheets: Sequence[str], output: str,
 
 def run_adjudicate(spec: ProtoqaSpec, sheet: str, output: str, column: Optional[str] = None) -> dict:
     """protoqa-data records of an adjudicated sheet (OUTPUT/adjudicated.jsonl); the summary."""
-    from transforms.core.io import write_json
+    from transforms.core.io.tables import write_json
     from transforms.protoqa.sheet_read import load_sheet
     from transforms.protoqa.sheets import ADJUDICATE, adjudicate, adjudication_column
 
@@ -185,7 +185,7 @@ def write_release_splits(spec: ProtoqaSpec, inputs: Sequence[str], output: str) 
     split of the records of `inputs`, written as OUTPUT/{dev,test}.jsonl (and unsplit.jsonl when
     questions are left over), OUTPUT/coverage.json (what every reading keeps) and
     OUTPUT/summary.json; returns {"summary", "coverage": the report, "splits"}."""
-    from transforms.core.io import write_json
+    from transforms.core.io.tables import write_json
     from transforms.protoqa.release import (
         COVERAGE,
         RELEASE_STAGES,

@@ -37,11 +37,11 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from data_specs.models import LimitsSection, RecordHitsSection, RecordSplitsSection
 from transforms.core.accounting import stage_entry
-from transforms.core.cells import csv_row
+from transforms.core.crowd.platforms import FORMATS, OWN_CSV, detect_results_format
 from transforms.core.errors import UserError
 from transforms.core.hashing import seeded_digest
-from transforms.core.io import write_json, write_rows
-from transforms.core.platforms import FORMATS, OWN_CSV, detect_results_format
+from transforms.core.io.cells import csv_row
+from transforms.core.io.tables import write_json, write_rows
 from transforms.record import hits_pages
 from transforms.record.hits_export import answer_texts, candidate_options, load_run, platform_rows
 from transforms.record.hits_results import (
@@ -258,7 +258,7 @@ def import_results(run_dir: PathLike, results_path: PathLike, output_dir: PathLi
     `republish.csv`, `workers.csv` and `summary.json` under `output_dir`, and returns the
     summary. In the own CSV, submissions naming a triple not in the run are counted
     (`unknown_triple`) and otherwise ignored; platform results from another export are one
-    `UserError`. `file_metadata` (`transforms.core.provenance.file_metadata`) goes into every
+    `UserError`. `file_metadata` (`transforms.core.reporting.provenance.file_metadata`) goes into every
     Parquet file written.
     """
     passages, triples, excluded = load_run(run_dir)

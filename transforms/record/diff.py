@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
 from transforms.core.errors import UserError
-from transforms.core.io import read_table
-from transforms.core.report import json_lines, not_a_release, read_reference
-from transforms.core.untrusted import parse_json
+from transforms.core.io.tables import read_table
+from transforms.core.io.untrusted import parse_json
+from transforms.core.reporting.report import json_lines, not_a_release, read_reference
 
 PLACEHOLDER = "@placeholder"
 OPTION = "--release"

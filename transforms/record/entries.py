@@ -33,8 +33,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.core.accounting import Reject
 from transforms.core.dedup import ELEMENT, MinHasher
-from transforms.core.files import WHOLE, NumberedRange
 from transforms.core.hashing import unit_hash
+from transforms.core.io.files import WHOLE, NumberedRange
 from transforms.core.stages import Stage, split_sides
 from transforms.record.annotate.order import annotation_work
 from transforms.record.article import Article

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO, Union
 
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 
 PathLike = Union[str, Path]
 

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.core.text import Decoded, Undecodable, clean_string, decode_text
+from transforms.core.io.text import Decoded, Undecodable, clean_string, decode_text
 from transforms.record.article import Article
 
 _LINE_STRIP = " \t\r\n"

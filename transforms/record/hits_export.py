@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from data_specs.models import RecordHitsSection
-from transforms.core.cells import escaped_dict
+from transforms.core.crowd.mturk import fill_template
+from transforms.core.crowd.platforms import FORMATS, OWN_CSV
 from transforms.core.errors import UserError
-from transforms.core.io import read_table
-from transforms.core.mturk import fill_template
-from transforms.core.platforms import FORMATS, OWN_CSV
+from transforms.core.io.cells import escaped_dict
+from transforms.core.io.tables import read_table
 from transforms.record import hits_pages
 from transforms.record.metric import is_correct, normalize_answer
 from transforms.record.readers.base import merge_candidates

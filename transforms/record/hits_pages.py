@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
 from data_specs.models import LimitsSection
-from transforms.core import pages
-from transforms.core.label_studio import label_studio_tasks, read_label_studio_export
-from transforms.core.mturk import read_mturk_results, template_variables, write_mturk_batch
-from transforms.core.platforms import (
+from transforms.core.crowd import pages
+from transforms.core.crowd.label_studio import label_studio_tasks, read_label_studio_export
+from transforms.core.crowd.mturk import read_mturk_results, template_variables, write_mturk_batch
+from transforms.core.crowd.platforms import (
     LABEL_STUDIO,
     MTURK,
     PlatformResults,
@@ -35,7 +35,7 @@ from transforms.core.platforms import (
     check_inputs,
     left_out,
 )
-from transforms.core.untrusted import Skipped
+from transforms.core.io.untrusted import Skipped
 from transforms.record.metric import normalize_answer
 
 PathLike = Union[str, Path]

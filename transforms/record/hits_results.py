@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from data_specs.models import LimitsSection
 from transforms.core.accounting import Reject, stage_entry
 from transforms.core.errors import UserError
-from transforms.core.untrusted import Skipped, read_csv_rows
+from transforms.core.io.untrusted import Skipped, read_csv_rows
 from transforms.record.metric import is_correct
 
 PathLike = Union[str, Path]

@@ -27,11 +27,11 @@ from apache_beam.transforms.window import GlobalWindows
 from data_specs.models import FilterSection
 from transforms.core.accounting import Reject
 from transforms.core.hashing import unit_hash
-from transforms.core.heap import release_memory
-from transforms.core.inference import ModelHandler, ModelMetadata, PredictionResult, RunInference
-from transforms.core.progress import ProgressLine
-from transforms.core.progress_lines import TaskLog
-from transforms.core.shards import remove_folder
+from transforms.core.io.shards import remove_folder
+from transforms.core.models.heap import release_memory
+from transforms.core.models.inference import ModelHandler, ModelMetadata, PredictionResult, RunInference
+from transforms.core.progress.lines import TaskLog
+from transforms.core.progress.steps import ProgressLine
 from transforms.core.stages import Stage
 from transforms.record.metric import is_correct
 from transforms.record.readers import make_reader

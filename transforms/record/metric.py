@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Callable, Iterable, Mapping, Sequence
 
 from transforms.core.errors import UserError
-from transforms.core.untrusted import read_json_file
+from transforms.core.io.untrusted import read_json_file
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -1,5 +1,5 @@
 """Input files cut into raw records, unparsed: one story, one JSON line, or a reject record for
-damage found while cutting (`iter_raw_records`, the splitter `transforms.core.files.ReadRawRecords`
+damage found while cutting (`iter_raw_records`, the splitter `transforms.core.io.files.ReadRawRecords`
 runs on each file).
 
 A local directory is read recursively, only its files with a supported suffix (`.story`,
@@ -276,7 +276,7 @@ def _iter_jsonl(handle: IO[bytes], path: str, first_line: int = 1) -> Iterator[R
 
 def is_line_file(path: str) -> bool:
     """Whether a file is read line by line, so that a big one may be read in byte ranges by
-    several workers (`transforms.core.files`): uncompressed JSONL."""
+    several workers (`transforms.core.io.files`): uncompressed JSONL."""
     return path.lower().endswith(LINE_SUFFIXES)
 
 

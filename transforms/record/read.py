@@ -20,12 +20,12 @@ reject's `record_id` and `detail`:
 
 An origin is the path, `archive!member` for an archive member, `path:line` for a JSON line.
 
-Files are found and read as `transforms.core.files.ReadRawRecords` does: the `--input` patterns
+Files are found and read as `transforms.core.io.files.ReadRawRecords` does: the `--input` patterns
 are matched inside the pipeline and every worker reads the files dealt to it, cut into raw
 records by `transforms.record.raw_records`; a record becomes an article by its format's parser
 (`transforms.record.formats`).
 
-Decoding follows the one policy of `transforms.core.text`: UTF-8 with a byte-order mark
+Decoding follows the one policy of `transforms.core.io.text`: UTF-8 with a byte-order mark
 stripped, else (under `lenient`, the default) cp1252 or latin-1; the encoding is kept on the
 article (`Article.encoding`, the `encoding` column of `passages`) so users can filter on it. NUL
 and the other control characters are removed from the raw text and from every JSON string after
@@ -45,10 +45,10 @@ from apache_beam.metrics import Metrics
 
 from data_specs.models import RecordInputSection
 from transforms.core.accounting import NAMESPACE, Reject
-from transforms.core.files import FolderFiles, NumberedRange, ReadRawRecords, read_range
-from transforms.core.progress import ProgressLine
+from transforms.core.io.files import FolderFiles, NumberedRange, ReadRawRecords, read_range
+from transforms.core.io.text import Decoded, Undecodable, decode_text
+from transforms.core.progress.steps import ProgressLine
 from transforms.core.stages import Stage
-from transforms.core.text import Decoded, Undecodable, decode_text
 from transforms.record.article import Article, article_document
 from transforms.record.formats import (
     FieldTypeError,
@@ -154,7 +154,7 @@ class ReadArticles(beam.PTransform):
     """Read articles from files, directories, globs and archives (local or any Beam filesystem).
 
     The patterns are matched inside the pipeline and each file is read by the worker it is dealt
-    to (`transforms.core.files.ReadRawRecords`); a local directory is read as the pattern
+    to (`transforms.core.io.files.ReadRawRecords`); a local directory is read as the pattern
     `DIR/**`, its files with `SUPPORTED_SUFFIXES` only; an uncompressed JSONL file over 64 MiB
     is read in byte ranges by several workers. `section` is the spec's `input` section (a plain
     string: its `default_source`, the rest as shipped). Returns `(articles, rejects, tallies)`

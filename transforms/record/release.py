@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:
-    from transforms.core.release import Release
+    from transforms.core.reporting.release import Release
 
 CITATION = """@article{zhang2018record,
   title   = {{ReCoRD}: Bridging the Gap between Human and Machine Commonsense Reading Comprehension},
@@ -39,7 +39,7 @@ def build_release(run_dir: str, sections: list[tuple[str, str]], file_metadata: 
     """The `Release` of the ReCoRD run in `run_dir` with the card's `sections` and the Parquet
     `file_metadata`."""
     from data_specs import load_schema
-    from transforms.core.release import Config, Release
+    from transforms.core.reporting.release import Config, Release
     from transforms.record.export import release_rows
 
     passages, queries = release_rows(run_dir)

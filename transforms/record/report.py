@@ -24,9 +24,9 @@ from typing import Any, Optional, Sequence, Union
 
 from data_specs.models import RecordPaperTable1
 from transforms.core.accounting import STAGE_UNITS
-from transforms.core.io import read_summary, read_table, write_rows
-from transforms.core.plots import Line, bars_svg, histogram_svg
-from transforms.core.report import (
+from transforms.core.io.tables import read_summary, read_table, write_rows
+from transforms.core.reporting.plots import Line, bars_svg, histogram_svg
+from transforms.core.reporting.report import (
     NO_PAPER_FIGURE,
     PUBLISHED,
     Plot,

@@ -17,7 +17,7 @@ from typing import Mapping, Union
 
 from data_specs.models import RecordPaperTable1
 from filters.text import tokenize
-from transforms.core.io import read_table
+from transforms.core.io.tables import read_table
 
 HIGHLIGHT_MARKER = "@highlight"
 PLACEHOLDER = "@placeholder"

@@ -1,12 +1,12 @@
 """How the annotate stage keeps a model's results in a run's work folder
-(`transforms.core.memo`): under which key an item's result is kept, what of it is kept, and the
+(`transforms.core.resume.memo`): under which key an item's result is kept, what of it is kept, and the
 result built again from it.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from transforms.core.memo import MemoizedModel, WorkLike, step_memo
+from transforms.core.resume.memo import MemoizedModel, WorkLike, step_memo
 from transforms.record.annotate.store import text_hash
 from transforms.record.annotation import AnnotatedArticle
 from transforms.record.article import Article, PassageSplit

@@ -14,7 +14,7 @@ from apache_beam.utils import shared
 
 from data_specs.models import AnnotatorSection, CorefSection, PassageSection
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
-from transforms.core.memo import MemoizedModel, WorkLike
+from transforms.core.resume.memo import MemoizedModel, WorkLike
 from transforms.core.stages import BundleTally
 from transforms.record.annotate import STAGE
 from transforms.record.annotate.memo import annotation_memo
@@ -39,7 +39,7 @@ class AnnotateFn(beam.DoFn):
     (every article's annotations were stored) never loads the model. With `articles`, batches
     hold articles and the results are their stored-form annotations (`annotate_articles`);
     otherwise splits. With `memo`, batches hold `(item, stored result or None)` pairs and only
-    the items without a stored result are annotated (`transforms.core.memo`). With `paired`,
+    the items without a stored result are annotated (`transforms.core.resume.memo`). With `paired`,
     each result that is not a reject goes out as `(item, result)`.
     """
 

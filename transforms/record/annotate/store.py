@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from data_specs.models import AnnotatorSection
-from transforms.core.models import PYPI_BUILDS
+from transforms.core.models.loading import PYPI_BUILDS
 from transforms.record.annotate import ner_rules
 from transforms.record.annotate.sentences import RULES_VERSION
 from transforms.record.annotation import ArticleAnnotation, UnitAnnotation

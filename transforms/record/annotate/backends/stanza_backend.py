@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional, Sequence
 
-from transforms.core.models import ModelUnavailable
+from transforms.core.models.loading import ModelUnavailable
 from transforms.record.annotate.backends import chain_mentions
 from transforms.record.annotation import AnnotationError, DocumentAnnotation
 

@@ -17,8 +17,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from transforms.core.accounting import REJECTS
 from transforms.core.errors import UserError
-from transforms.core.plots import funnel_svg
-from transforms.core.untrusted import parse_json
+from transforms.core.io.untrusted import parse_json
+from transforms.core.reporting.plots import funnel_svg
 
 INDEX = "index.html"
 EXAMPLES_PER_REASON = 3
@@ -99,7 +99,7 @@ def read_rejects(run_dir: Union[str, Path]) -> list[dict[str, str]]:
     plain-Python steps keep in `summary.json`."""
     folder = Path(run_dir) / REJECTS
     if folder.is_dir() and any(folder.glob("*.parquet")):
-        from transforms.core.io import read_table
+        from transforms.core.io.tables import read_table
 
         return read_table(run_dir, REJECTS, ["stage", "reason", "record_id", "detail"]).to_pylist()
     summary = Path(run_dir) / "summary.json"

@@ -1,5 +1,5 @@
 """Plain-Python Parquet and JSON I/O: small tables with the schemas kept in data_specs/, reading a
-run's tables back, and `summary.json`. (PCollections are written by `transforms.core.sinks`.)
+run's tables back, and `summary.json`. (PCollections are written by `transforms.core.io.sinks`.)
 
 Beam is not imported here: its filesystems are used only for a path with a scheme (gs://...), and
 pyarrow is imported when a table is read or written, so commands that only read stay light."""
@@ -24,7 +24,7 @@ def write_rows(rows: Sequence[Mapping[str, Any]], dataset: str, table: str, fold
                file_metadata: Optional[Mapping[str, str]] = None) -> None:
     """Plain-Python output of small steps: replace `folder`'s shards with one shard of `rows`
     (written even when empty), fields projected onto table `table` of `{dataset}_schema.yaml`;
-    `file_metadata` (`transforms.core.provenance.file_metadata`) is the file's key-value metadata."""
+    `file_metadata` (`transforms.core.reporting.provenance.file_metadata`) is the file's key-value metadata."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

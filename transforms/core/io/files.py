@@ -59,7 +59,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from transforms.core.accounting import NAMESPACE
-from transforms.core.progress import ProgressLine
+from transforms.core.progress.steps import ProgressLine
 from transforms.core.spread import Spread
 
 # A splitter turns one file into raw records: `splitter(path, handle)`; for `line_files` also

@@ -5,7 +5,7 @@
 downloads it (`HITId, HITTypeId, Title, ..., AssignmentId, WorkerId, AssignmentStatus, AcceptTime,
 SubmitTime, ..., WorkTimeInSeconds, ..., Input.<var>..., Answer.<field>..., Approve, Reject`),
 flattening the `Answer.taskAnswers` JSON of crowd-html-elements templates, into the
-`transforms.core.platforms.Assignment`s every platform's reader gives.
+`transforms.core.crowd.platforms.Assignment`s every platform's reader gives.
 """
 from __future__ import annotations
 
@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence, Union
 
 from data_specs.models import LimitsSection
-from transforms.core.cells import csv_cell
-from transforms.core.errors import UserError
-from transforms.core.platforms import (
+from transforms.core.crowd.platforms import (
     Assignment,
     PathLike,
     PlatformResults,
     in_submit_order,
     seconds_or_none,
 )
-from transforms.core.untrusted import MALFORMED_RECORD, Skipped, parse_json, read_csv_rows
+from transforms.core.errors import UserError
+from transforms.core.io.cells import csv_cell
+from transforms.core.io.untrusted import MALFORMED_RECORD, Skipped, parse_json, read_csv_rows
 
 # The columns MTurk writes before the Input.* columns of a batch results CSV, in its order.
 MTURK_RESULT_COLUMNS = (
@@ -111,7 +111,7 @@ def read_mturk_results(path: PathLike, required_inputs: Sequence[str],
     fields (`Answer.<field>` columns or keys of `Answer.taskAnswers`) the import needs; a missing
     one is a `UserError` naming the file and the column. A row over `limits`, damaged, or whose
     `Answer.taskAnswers` is not one JSON object is skipped with its reason
-    (`transforms.core.untrusted`).
+    (`transforms.core.io.untrusted`).
     """
     table = read_csv_rows(path, limits)
     header = table.header

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from transforms.core.untrusted import parse_json
+from transforms.core.io.untrusted import parse_json
 
 PROVENANCE_FILE = "provenance.json"
 FORMAT = 1

@@ -6,9 +6,9 @@
   (`plain_bert`); `encode_fixed` makes a text's vector independent of the texts batched with it.
 * `minilm_path` and `check_minilm` find the weights without loading them.
 
-Missing packages or weights raise `transforms.core.models.ModelUnavailable`; torch, transformers
+Missing packages or weights raise `transforms.core.models.loading.ModelUnavailable`; torch, transformers
 and numpy are imported only inside the functions that need them, so importing this module is
-cheap. The encoder freezes the heap once loaded, as the spaCy loader does (`transforms.core.heap`).
+cheap. The encoder freezes the heap once loaded, as the spaCy loader does (`transforms.core.models.heap`).
 """
 from __future__ import annotations
 
@@ -16,8 +16,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from transforms.core.heap import freeze_heap, freeze_heap_at_exit
-from transforms.core.models import ModelUnavailable, offline_transformers, require_packages, resolve_device
+from transforms.core.models.heap import freeze_heap, freeze_heap_at_exit
+from transforms.core.models.loading import (
+    ModelUnavailable,
+    offline_transformers,
+    require_packages,
+    resolve_device,
+)
 
 if TYPE_CHECKING:
     import numpy

@@ -1,4 +1,4 @@
-"""Progress of long runs on stderr: the Beam passthrough steps (`transforms.core.progress_lines`,
+"""Progress of long runs on stderr: the Beam passthrough steps (`transforms.core.progress.lines`,
 which has no Beam, formats and throttles the line, and holds the account of what was written
 where).
 
@@ -18,7 +18,7 @@ has gone.
 The driver's side (`pipeline.engine.progress.RunProgress`, what the engine wraps a run in) keeps
 the line in the driver: steps that run in the driver's process count into it directly; the
 worker processes of the same machine (`multi_processing`, a local Flink cluster's Python
-workers) send their counts to it (`transforms.core.relay`) rather than printing lines of their
+workers) send their counts to it (`transforms.core.progress.relay`) rather than printing lines of their
 own; a runner's committed counters (a Flink job's, through its REST API; the finished
 pipeline's) are a floor under each count. A worker on another machine, or one with no driver
 listening, prints its own share, tagged `csdata [worker PID]:`. Every step also bumps the Beam
@@ -40,7 +40,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.core.accounting import NAMESPACE
-from transforms.core.progress_lines import (
+from transforms.core.progress.lines import (
     Reporter,
     Step,
     default_interval,

@@ -17,7 +17,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-from transforms.core.crash import crash_point
+from transforms.core.resume.crash import crash_point
 
 
 def is_local(path: str) -> bool:

@@ -2,8 +2,8 @@
 
 Every dataset's crowd round trip goes through this layer, so a task page written for one paper
 reaches workers the same way as another's. The platforms have a module each:
-`transforms.core.mturk` (Amazon Mechanical Turk batches and results), `transforms.core.label_studio`
-(Label Studio tasks and exports) and `transforms.core.preview_server` (a task page served locally
+`transforms.core.crowd.mturk` (Amazon Mechanical Turk batches and results), `transforms.core.crowd.label_studio`
+(Label Studio tasks and exports) and `transforms.core.crowd.preview_server` (a task page served locally
 before paying for it). This module holds what they share:
 
 * `Assignment`, one worker's submitted work, and `PlatformResults`, a results file read. Both
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from transforms.core.errors import UserError
-from transforms.core.untrusted import Skipped
+from transforms.core.io.untrusted import Skipped
 
 PathLike = Union[str, Path]
 

@@ -6,8 +6,8 @@ loader shares.
   same check without loading anything.
 * `require_packages` and `resolve_device` are the shared pre-flight checks, and
   `offline_transformers` imports transformers with the hub switched off.
-* all-MiniLM-L6-v2 embeddings are `transforms.core.minilm`, built on these.
-* The loader calls `transforms.core.heap`'s `freeze_heap_at_exit` and `freeze_heap` once a
+* all-MiniLM-L6-v2 embeddings are `transforms.core.models.minilm`, built on these.
+* The loader calls `transforms.core.models.heap`'s `freeze_heap_at_exit` and `freeze_heap` once a
   model is loaded.
 
 Anything missing raises `ModelUnavailable` with a one-line message naming it and how to install
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from transforms.core.errors import UserError
-from transforms.core.heap import freeze_heap, freeze_heap_at_exit
+from transforms.core.models.heap import freeze_heap, freeze_heap_at_exit
 
 if TYPE_CHECKING:
     import spacy.language

@@ -1,7 +1,7 @@
 """Label Studio: the tasks JSON to import and a project's JSON export (plain Python).
 
 `label_studio_tasks` gives the tasks to import (`[{"data": {...}}]`); `read_label_studio_export`
-reads a project's JSON export into the `transforms.core.platforms.Assignment`s every platform's
+reads a project's JSON export into the `transforms.core.crowd.platforms.Assignment`s every platform's
 reader gives (cancelled annotations withdrawn), in submission order.
 """
 from __future__ import annotations
@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 from data_specs.models import LimitsSection
-from transforms.core.errors import UserError
-from transforms.core.platforms import (
+from transforms.core.crowd.platforms import (
     Assignment,
     PathLike,
     PlatformResults,
@@ -19,7 +18,8 @@ from transforms.core.platforms import (
     json_text,
     seconds_or_none,
 )
-from transforms.core.untrusted import MALFORMED_RECORD, Skipped, check_json_record, read_json_file
+from transforms.core.errors import UserError
+from transforms.core.io.untrusted import MALFORMED_RECORD, Skipped, check_json_record, read_json_file
 
 
 def label_studio_tasks(rows: Iterable[Mapping[str, object]]) -> list[dict]:

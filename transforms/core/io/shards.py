@@ -1,6 +1,6 @@
 """Parquet shard files on any Beam filesystem: rows written into a file as they arrive, bundle
 files merged into a fixed number of shards, and the finaliser that gives a table its shards.
-Plain functions over Beam's filesystems; the steps that call them are `transforms.core.sinks`.
+Plain functions over Beam's filesystems; the steps that call them are `transforms.core.io.sinks`.
 
 A file being written holds at most one row group and one record batch in memory: record batches
 of `RECORD_BATCH_ROWS` rows (200, where `WriteToParquet` takes 1,000) and row groups of at most

@@ -38,10 +38,10 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
-from transforms.core.crash import crash_point
-from transforms.core.memo import matched_pieces
+from transforms.core.resume.crash import crash_point
+from transforms.core.resume.memo import matched_pieces
+from transforms.core.resume.store import remove_folder, write_bytes
 from transforms.core.spread import Spread
-from transforms.core.store import remove_folder, write_bytes
 
 DONE = "done.json"
 PART_SUFFIX = ".part"

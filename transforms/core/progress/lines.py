@@ -1,7 +1,7 @@
 """Progress lines on stderr, without Beam.
 
 `Reporter` formats and throttles the progress line of one pipeline in one process;
-`transforms.core.progress` (which imports Beam) feeds it from passthrough steps. `TaskLog` prints
+`transforms.core.progress.steps` (which imports Beam) feeds it from passthrough steps. `TaskLog` prints
 the lines of one long task inside a step. The CLI imports this module for the environment
 switches, so that `csdata --help` and the commands without a pipeline never load Beam.
 """
@@ -98,13 +98,13 @@ class Reporter:
     counts move and at least every `HEARTBEAT_SECONDS` (or `interval`, if longer) while a run goes.
 
     Counts are this process's steps' tallies plus the latest counts other processes sent
-    (`source`, see `transforms.core.relay`), and never below what the runner committed
+    (`source`, see `transforms.core.progress.relay`), and never below what the runner committed
     (`commit`: a job's counters, which cover finished work only). A step's total is the count of
     the first step of its unit ("annotated" articles of "read" articles; only for `TOTALLED`
     labels) once that step is idle
     in every process (batch stages after a grouping start once the stages before it finished;
     in one fused stage with it, the total is still growing and is not shown). `relay` (a
-    `transforms.core.relay.Relay`) sends this process's counts to the driver instead of printing
+    `transforms.core.progress.relay.Relay`) sends this process's counts to the driver instead of printing
     them, and prints only where the driver does not listen. `clock` (monotonic seconds) and
     `stream` can be injected; `stream=None` means `sys.stderr` at print time (so pytest's capture
     and redirections see it).
@@ -298,9 +298,9 @@ def line_prefix(origin: tuple[str, int]) -> str:
 def reporter_for(group: str, steps: Sequence[Step], interval: float, origin: tuple[str, int]) -> Reporter:
     """This process's reporter of pipeline `group` (made on first use). Another process on the
     machine of `origin` (a local runner's worker, a local cluster's) relays its counts to the
-    driver's line (`transforms.core.relay`); it prints its own, tagged, line only where no
+    driver's line (`transforms.core.progress.relay`); it prints its own, tagged, line only where no
     driver listens (a remote machine, a run without `RunProgress`)."""
-    from transforms.core.relay import Relay
+    from transforms.core.progress.relay import Relay
 
     with _REPORTERS_LOCK:
         reporter = _REPORTERS.get(group)

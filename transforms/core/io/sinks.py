@@ -1,8 +1,8 @@
 """Beam sinks: PCollections of dict rows as Parquet tables with the schemas kept in data_specs/.
 
-Kept apart from `transforms.core.io` so that the commands which only read a run (export, stats,
+Kept apart from `transforms.core.io.tables` so that the commands which only read a run (export, stats,
 score) never import Beam. The files themselves (writing, merging, finalising a table's shards)
-are `transforms.core.shards`, whose doc says where each file goes.
+are `transforms.core.io.shards`, whose doc says where each file goes.
 
 `WriteTable` writes its shards itself rather than through `beam.io.WriteToParquet`, whose generic
 file-sink protocol (a DoOnce root, then initialise, pre-finalise and finalise steps joined by
@@ -11,7 +11,7 @@ stage (see docs/benchmarks.md#what-makes-a-run-from-annotations-cheap). One step
 producer, writes each bundle's rows into a new file as they arrive (`WriteBundlesFn`); with a
 fixed `num_shards`, steps of their own merge those files into the shards; and one finalising
 step, which gets the written paths as a side input, gives the table its shards
-(`transforms.core.shards.finalize_shards`).
+(`transforms.core.io.shards.finalize_shards`).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.transforms.window import GlobalWindows
 
-from transforms.core.shards import (
+from transforms.core.io.shards import (
     SHARD_PREFIX,
     TEMP_PREFIX,
     ShardWriter,
@@ -119,12 +119,12 @@ class _Table:
 
 class WriteTable(beam.PTransform):
     """Write dict rows as `{output}/{table}/part-SSSSS-of-NNNNN.parquet` (runner-decided shards on
-    an object store: `part-<uuid>.parquet`, see `transforms.core.shards`) with a schema from data_specs/
+    an object store: `part-<uuid>.parquet`, see `transforms.core.io.shards`) with a schema from data_specs/
     (table `schema`, default `table`, of `data_specs/{dataset}_schema.yaml`).
 
     `num_shards` 0 lets the runner decide (one shard per bundle that had rows, at least one);
     N > 0 spreads the rows over exactly N shards. Returns the PCollection of the shard paths.
-    `file_metadata` (`transforms.core.provenance.file_metadata`: csdata version, spec and input
+    `file_metadata` (`transforms.core.reporting.provenance.file_metadata`: csdata version, spec and input
     hashes, run date) becomes every shard's Parquet key-value metadata. With `row_of`, the
     elements are not rows: `row_of(element)` is written, in the writing step (no step of its own).
     """

@@ -39,9 +39,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from transforms.core.accounting import NAMESPACE, Reject
-from transforms.core.crash import crash_point
+from transforms.core.resume.crash import crash_point
+from transforms.core.resume.store import write_bytes
 from transforms.core.spread import Spread
-from transforms.core.store import write_bytes
 
 SUFFIX = ".pieces"
 PIECE_SIZE = 100

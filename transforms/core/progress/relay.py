@@ -8,7 +8,7 @@ abstract namespace: nothing on disk; elsewhere a socket file in the temporary fo
 worker needs nothing but the group its steps carry. A worker on another machine, or one whose
 driver does not listen (a run not started through `RunProgress`), prints its own tagged line.
 Sending never blocks a worker: a message the driver has no room for is dropped, and the next one
-carries the same counts (they are absolute). Beam-free, like `transforms.core.progress_lines`.
+carries the same counts (they are absolute). Beam-free, like `transforms.core.progress.lines`.
 """
 from __future__ import annotations
 
