@@ -82,12 +82,14 @@ def run_attempt(module, args: argparse.Namespace, extra: Sequence[str], key: str
     """One attempt: the command writes into it (`args.output` becomes the attempt folder,
     `args.final_output` the output), then it is committed, kept for inspection (a stage lost
     records) or discarded."""
+    from pipeline.engine.logs import run_log
     from pipeline.outputs import protocol, resume
+    from pipeline.outputs.paths import OutputPaths
 
     output = args.output
     beam_writer = getattr(args, "beam_writer", False)
-    with protocol.begin(output, local_files=not beam_writer, timeout=args.lease_timeout,
-                        options=options) as run:
+    with run_log(OutputPaths(output).log), protocol.begin(
+            output, local_files=not beam_writer, timeout=args.lease_timeout, options=options) as run:
         for note in run.notes:
             print(f"csdata: {note}", file=sys.stderr)
         if beam_writer:

@@ -9,10 +9,11 @@ import glob
 import logging
 import os
 import shutil
-from typing import TYPE_CHECKING, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
+from pipeline.engine.logs import VERBOSE_ENV
 from pipeline.engine.stores import retry_store_calls
-from transforms.core.errors import UserError
+from transforms.core.errors import JobFailed, UserError
 from transforms.core.models.heap import freeze_heap
 
 if TYPE_CHECKING:
@@ -38,7 +39,9 @@ STORE_CLIENTS = "apache_beam/io/"   # Beam's filesystems (aws/, gcp/, azure/) lo
 # Beam's launcher of the Flink job server warns as it starts and stops the Java process and while
 # it waits for its port: routine steps of every cluster run, not problems. Its errors still show.
 SERVICE_LAUNCHER = "apache_beam/utils/subprocess_server.py"
-VERBOSE_ENV = "CSDATA_VERBOSE"   # set by `csdata -v`: everything reaches the terminal
+# What Beam's in-process runner raises when one of its worker processes died (killed, out of
+# memory, a crash in native code): the worker's own output is in the run's log.
+WORKER_LOST = ("Channel closed prematurely", "Worker subprocess exited")
 
 
 class _StoreErrorEcho(logging.Filter):
@@ -141,11 +144,33 @@ def new_pipeline(options: Optional[PipelineOptions] = None) -> beam.Pipeline:
     retry_store_calls()
     pipeline = beam.Pipeline(options=options)
     if type(pipeline.runner) is FnApiRunner:
-        encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+        # The options that differ from Beam's defaults: a worker's parser knows every one (a
+        # default flag such as `pipeline_type_check` has no `--` form it could parse).
+        encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options(drop_default=True))
         provision = ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
         shutil.rmtree(pipeline.local_tempdir, ignore_errors=True)   # Beam removes it only in run()
-        pipeline = beam.Pipeline(runner=FnApiRunner(provision_info=provision), options=options)
+        pipeline = beam.Pipeline(runner=local_runner(provision), options=options)
     return pipeline
+
+
+def local_runner(provision: Any) -> Any:
+    """Beam's in-process runner with `provision`, whose `multi_processing` workers are
+    `pipeline.engine.local_worker` (their stderr in the run's log) rather than Beam's own
+    command; everything else as Beam runs it."""
+    from apache_beam.portability import python_urns
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import FnApiRunner
+
+    from pipeline.engine.local_worker import COMMAND
+
+    class LocalRunner(FnApiRunner):
+        def run_via_runner_api(self, pipeline_proto, options):
+            for environment in pipeline_proto.components.environments.values():
+                if (environment.urn == python_urns.SUBPROCESS_SDK
+                        and environment.payload.endswith(b"-m apache_beam.runners.worker.sdk_worker_main")):
+                    environment.payload = COMMAND.encode("utf-8")
+            return super().run_via_runner_api(pipeline_proto, options)
+
+    return LocalRunner(provision_info=provision)
 
 
 # Beam's state sampler (a thread per bundle that times the steps for the execution-time
@@ -220,8 +245,15 @@ def run_pipeline(pipeline: beam.Pipeline):
             result = run_on_cluster(pipeline, master, progress)
         else:
             with short_state_sampling(), whole_data_sends():
-                result = pipeline.run()
-                result.wait_until_finish()
+                try:
+                    result = pipeline.run()
+                    result.wait_until_finish()
+                except RuntimeError as error:
+                    lost = next((m for m in WORKER_LOST if m in str(error)), None)
+                    if lost is None:
+                        raise
+                    raise JobFailed(f"a worker process of the local runner ended mid-run ({lost}); its "
+                                    f"last words are in the run's log") from error
         progress.finish(result)
     return result
 

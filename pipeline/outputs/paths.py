@@ -7,6 +7,7 @@ disk and on any store Beam has a filesystem for (s3://, gs://, ...).
         lease.json     the lease                      lease.json
         runs/ID/       attempts                       runs/ID/
         work/KEY/      resumable work                 work/KEY/
+        csdata.log     the latest run's log           (a local file: `OutputPaths.log`)
 
 Locally the output path itself is the commit: a symbolic link to the committed attempt, replaced
 in one `rename`, so every tool that opens `out/record/passages/...` reads one whole run. An object
@@ -28,6 +29,7 @@ ROOT_SUFFIX = ".csdata"          # a local output's root: `.NAME.csdata` beside 
 ATTEMPTS = "runs"
 WORK = "work"
 LEASE = "lease.json"
+LOG = "csdata.log"
 
 
 def is_remote(path: str) -> bool:
@@ -74,6 +76,19 @@ class OutputPaths:
     def commit(self) -> str:
         """The commit: the link at the output path locally, the commit object remotely."""
         return join(self.output, RUN_MARKER) if self.remote else str(Path(self.output).absolute())
+
+    @property
+    def log(self) -> str:
+        """The latest run's log file (`pipeline.engine.logs`): in a local output's root, and for an
+        object store in csdata's cache on this machine (a log is appended to as the run goes)."""
+        if not self.remote:
+            return join(self.root, LOG)
+        import hashlib
+
+        from transforms.core.cache import cache_dir
+
+        digest = hashlib.sha256(self.output.rstrip("/").encode("utf-8")).hexdigest()[:16]
+        return str(cache_dir() / "logs" / f"{digest}.log")
 
     def attempt(self, name: str) -> str:
         return join(self.attempts, name)

@@ -38,11 +38,15 @@ CONTENT_LIMIT = 64 << 20   # a named file up to this size is keyed by its conten
 
 
 def file_sha256(path: str) -> str:
-    """sha256 of a file's bytes, local or on a store."""
-    from apache_beam.io.filesystems import FileSystems
-
+    """sha256 of a file's bytes, local or on a store (Beam is imported for a store only)."""
     digest = hashlib.sha256()
-    with FileSystems.open(path, compression_type="uncompressed") as handle:
+    if "://" in path:
+        from apache_beam.io.filesystems import FileSystems
+
+        handle = FileSystems.open(path, compression_type="uncompressed")
+    else:
+        handle = open(path, "rb")
+    with handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
@@ -51,8 +55,6 @@ def file_sha256(path: str) -> str:
 def input_fingerprints(patterns: list[str], contents: bool = False) -> list[list[str]]:
     """`[path, size, modification time]` of every input file (see the module doc), or
     `[path, sha256]` with `contents`, sorted by path."""
-    from apache_beam.io.filesystems import FileSystems
-
     from transforms.core.reporting.provenance import input_files
 
     found = []
@@ -60,6 +62,8 @@ def input_fingerprints(patterns: list[str], contents: bool = False) -> list[list
         if contents:
             found.append([path, file_sha256(path)])
         elif "://" in path:
+            from apache_beam.io.filesystems import FileSystems
+
             found.append([path, str(size), str(FileSystems.last_updated(path))])
         else:
             found.append([path, str(size), str(os.stat(path).st_mtime_ns)])

@@ -258,7 +258,8 @@ def child_job_server(proc: Path, parent: int) -> bool:
     return int(stat.rsplit(")", 1)[1].split()[1]) == parent and b"job-server" in cmdline
 
 
-def test_ctrl_c_cancels_the_job_on_the_cluster_and_keeps_the_previous_output(tmp_path, capsys, taskmanagers):
+def test_ctrl_c_cancels_the_job_on_the_cluster_keeps_the_previous_output_and_shows_only_csdata(
+        tmp_path, capsys, taskmanagers):
     output = tmp_path / "out"
     annotate = ["record", "annotate", *RECORD_INPUTS, "--output", str(output)]
     run(annotate, capsys)
@@ -268,7 +269,9 @@ def test_ctrl_c_cancels_the_job_on_the_cluster_and_keeps_the_previous_output(tmp
                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert driver.stderr is not None
     job_id = None
+    lines = []
     for line in driver.stderr:                      # the job id line comes once the job runs
+        lines.append(line.rstrip("\n"))
         found = JOB_LINE.match(line)
         if found:
             job_id = found.group(1)
@@ -284,6 +287,10 @@ def test_ctrl_c_cancels_the_job_on_the_cluster_and_keeps_the_previous_output(tmp
         assert time.monotonic() < deadline, f"the job server outlived the driver: {job_servers}"
         time.sleep(0.2)
     assert f"csdata: interrupted (SIGINT); Flink job {job_id} cancelled; previous output kept" in rest
+    # Only csdata on the terminal: Beam's and the job server's lines are in the run's log.
+    lines += rest.splitlines()
+    assert [line for line in lines if not line.startswith("csdata: ")] == [], lines
+    assert "apache_beam" in (tmp_path / ".out.csdata" / "csdata.log").read_text()
     assert rest_get(MASTER, f"/jobs/{job_id}")["state"] == "CANCELED"
     assert digest(output) == before
     # The interrupted run's attempt is gone: its root holds the previous run alone.

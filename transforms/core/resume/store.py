@@ -13,29 +13,29 @@ import os
 import shutil
 import uuid
 
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.localfilesystem import LocalFileSystem
-
 from transforms.core.resume.crash import crash_point
 
 
 def is_local(path: str) -> bool:
-    """Whether `path` is on the local disk (Beam's local filesystem)."""
-    return isinstance(FileSystems.get_filesystem(path), LocalFileSystem)
+    """Whether `path` is on the local disk (no scheme, or `file://`); Beam is imported only for
+    the others, so that a command that writes local files alone never loads it."""
+    return "://" not in path or path.startswith("file://")
 
 
 def write_bytes(path: str, data: bytes) -> None:
     """Write `data` to `path`, whole or not at all (see the module doc)."""
     if is_local(path):
-        folder, name = os.path.split(path)
+        folder, name = os.path.split(path.removeprefix("file://"))
         os.makedirs(folder or ".", exist_ok=True)
         temp = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:8]}.tmp")
         with open(temp, "wb") as handle:
             handle.write(data)
         crash_point("write.temp_written")
-        os.replace(temp, path)
+        os.replace(temp, os.path.join(folder, name))
         return
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         handle.write(data)
 
@@ -43,8 +43,10 @@ def write_bytes(path: str, data: bytes) -> None:
 def remove_folder(folder: str) -> None:
     """Remove `folder` and everything under it (see the module doc)."""
     if is_local(folder):
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(folder.removeprefix("file://"), ignore_errors=True)
         return
+    from apache_beam.io.filesystems import FileSystems
+
     prefix = folder.rstrip("/") + "/"
     paths = [m.path for result in FileSystems.match([prefix + "**"]) for m in result.metadata_list]
     if paths:
