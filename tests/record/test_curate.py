@@ -1,11 +1,21 @@
 """Stage 1 transforms: duplicate ids, MinHash LSH near duplicates, passage split rejects."""
 import apache_beam as beam
 import numpy as np
+from apache_beam.pipeline import PipelineVisitor
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import beam_test_pipeline
 from transforms.core.accounting import Reject
-from transforms.core.dedup import DropNearDuplicates, lsh_bands, near_duplicates_in_bucket
+from transforms.core.dedup import (
+    SHARED_BUCKET,
+    SIGNED,
+    DropNearDuplicates,
+    MinHasher,
+    lsh_bands,
+    near_duplicates_in_bucket,
+    shared_bucket,
+    signed_in_shared_buckets,
+)
 from transforms.core.stages import StageStep, Summarize
 from transforms.record.article import Article
 from transforms.record.curate import DropDuplicateIds, shingles, split_article
@@ -78,6 +88,55 @@ def test_near_duplicates_drop_the_larger_id_only():
         assert_that(kept | beam.Map(lambda a: a.id), equal_to(["a", "c"]))
         assert_that(rejects | "R" >> beam.Map(lambda r: (r.reason, r.record_id, r.detail)),
                     equal_to([("near_duplicate", "b", "similar to a")]), label="rejects")
+
+
+def test_only_a_bucket_of_two_ids_or_more_is_shared():
+    assert list(shared_bucket(("0:k", ["a"]))) == []
+    assert list(shared_bucket(("0:k", ["a", "a"]))) == []    # one id met twice has no pair
+    assert list(shared_bucket(("0:k", ["b", "a", "b"]))) == [
+        ("b", (SHARED_BUCKET, "0:k")), ("a", (SHARED_BUCKET, "0:k")), ("b", (SHARED_BUCKET, "0:k"))]
+
+
+def test_a_signature_goes_to_its_own_shared_buckets_only():
+    hasher = MinHasher(0.8, 128, 1)
+    signature = hasher.signature(shingles(article("a", WORDS * 3), 5))
+    other = hasher.signature(shingles(article("a", list(reversed(WORDS)) * 3), 5))
+    keys = hasher.band_keys(signature)
+    # Two elements of one id: the shared bucket (and a repeated mark of it) is the first's only.
+    values = [(SHARED_BUCKET, keys[2]), (SIGNED, (signature, "p")), (SIGNED, (other, "q")),
+              (SHARED_BUCKET, keys[2])]
+    (found,) = signed_in_shared_buckets(("a", values), hasher)
+    assert found[0] == keys[2] and found[1][0] == "a" and found[1][1] is signature and found[1][2] == "p"
+    assert list(signed_in_shared_buckets(("a", [(SIGNED, (signature, None))]), hasher)) == []
+
+
+class _Inputs(PipelineVisitor):
+    """The inputs of the steps whose full label ends with `suffix`."""
+
+    def __init__(self, suffix: str) -> None:
+        self.suffix, self.inputs = suffix, []
+
+    def visit_transform(self, node) -> None:
+        if node.full_label.endswith(self.suffix):
+            self.inputs.extend(node.inputs)
+
+
+def test_the_band_buckets_carry_ids_not_signatures():
+    base = WORDS * 3
+    edited = list(base)
+    edited[40] = "changed"
+    p = beam_test_pipeline()
+    arts = p | beam.Create([article("b", edited), article("a", base), article("c", list(reversed(WORDS)) * 3)])
+    kept, _, _ = arts | "Near" >> DropNearDuplicates(0.8, 128, 1, shingles=lambda a: shingles(a, 5),
+                                                     key=lambda a: a.id)
+    found = _Inputs("/GroupByBand")
+    p.visit(found)
+    (bands,) = found.inputs
+    # (band key, id): one per band of each article, never its signature.
+    assert_that(bands | beam.Map(lambda kv: type(kv[1]).__name__), equal_to(["str"] * 3 * lsh_bands(0.8, 128)[0]),
+                label="ids")
+    assert_that(kept | beam.Map(lambda a: a.id), equal_to(["a", "c"]))
+    p.run().wait_until_finish()
 
 
 def test_stages_chained_after_the_near_duplicate_verdict_keep_their_own_accounting(tmp_path):

@@ -3,6 +3,15 @@
 Each element's signature is cut into bands, elements meeting in a band bucket are compared, and
 an element is dropped when it is similar to one with a smaller id. The global step groups by
 band bucket, so no worker ever holds the corpus.
+
+The band buckets carry ids, not signatures: an element is in one bucket per band (9 at the
+shipped threshold), and a signature in each of them was 9 signatures an element in one grouping
+(Beam's in-process runner holds a grouping's input whole in its driver, decoded, while it sends
+it on). So the signatures meet only in the buckets that hold two ids or more: the buckets are
+grouped with ids (`shared_bucket` names each member of a shared one), each element's signature
+is joined with the shared buckets it is in, by id, once (`signed_in_shared_buckets`), and only
+those buckets are grouped again with their members' signatures and compared. The verdicts are
+those of comparing every bucket: a bucket of one id has no pair.
 """
 from __future__ import annotations
 
@@ -110,10 +119,60 @@ def near_duplicates_in_bucket(members: Iterable[Member], threshold: float, max_b
     if cut and overflow is not None:
         overflow(cut)
 
+ELEMENT, SIMILAR_TO, SIGNATURE_SIDE = 0, 1, 2     # which side of a join a keyed value comes from
+SIGNED, SHARED_BUCKET = 3, 4    # the sides of the join of signatures with their shared buckets
+KEYED = "keyed"
+SIGNATURES = "signatures"
+
+
+def banded(hasher: MinHasher, record_id: str, signature: Optional[np.ndarray], payload: Any) -> Iterator[Any]:
+    """`(band key, id)` for each LSH band of `signature`, and `(id, (SIGNED, (signature,
+    payload)))` once on the SIGNATURES output (nothing without a signature)."""
+    if signature is None:
+        return
+    yield beam.pvalue.TaggedOutput(SIGNATURES, (record_id, (SIGNED, (signature, payload))))
+    for band_key in hasher.band_keys(signature):
+        yield band_key, record_id
+
+
+def shared_bucket(bucket: tuple[str, Iterable[str]]) -> Iterator[tuple[str, tuple[int, str]]]:
+    """`(id, (SHARED_BUCKET, band key))` for each member of a bucket that holds two ids or more
+    (a member met twice, twice): only such a bucket can hold a pair. The ids are read twice (a
+    grouped value can be), never held."""
+    band_key, ids = bucket
+    first = None
+    for record_id in ids:
+        if first is None:
+            first = record_id
+        elif record_id != first:
+            break
+    else:
+        return
+    for record_id in ids:
+        yield record_id, (SHARED_BUCKET, band_key)
+
+
+def signed_in_shared_buckets(grouped: tuple[str, Iterable[tuple[int, Any]]],
+                             hasher: MinHasher) -> Iterator[tuple[str, Member]]:
+    """`(band key, (id, signature, payload))` for each shared bucket (`shared_bucket`) an id's
+    signature is in: an id's signatures joined with the shared buckets of that id. A bucket is
+    matched with the signature's own band keys, so that two elements of one id go each to its
+    own buckets."""
+    record_id, values = grouped
+    signed, buckets = split_sides(values, SIGNED)
+    if not buckets:
+        return
+    shared = set(buckets)
+    for signature, payload in signed:
+        for band_key in hasher.band_keys(signature):
+            if band_key in shared:
+                yield band_key, (record_id, signature, payload)
+
+
 class SignFn(beam.DoFn):
-    """Emit (band key, (id, signature, payload)) for each LSH band of an element's MinHash, and
-    `(id, (ELEMENT, element))` on the KEYED output, for the join with the verdicts (a DoFn for
-    the tagged output: one step instead of a keying step beside it)."""
+    """Emit `(band key, id)` for each LSH band of an element's MinHash, its signature once on the
+    SIGNATURES output (`banded`), and `(id, (ELEMENT, element))` on the KEYED output, for the
+    join with the verdicts (a DoFn for the tagged outputs: one step instead of keying steps)."""
 
     def __init__(self, hasher: MinHasher, shingles: Optional[Callable[[Any], set[bytes]]],
                  key: Callable[[Any], str], payload: Callable[[Any], Any],
@@ -129,20 +188,14 @@ class SignFn(beam.DoFn):
         else:
             assert self._shingles is not None
             signature = self._hasher.signature(self._shingles(element))
-        if signature is None:
-            return
-        for band_key in self._hasher.band_keys(signature):
-            yield band_key, (record_id, signature, self._payload(element))
-
-ELEMENT, SIMILAR_TO, SIGNATURE_SIDE = 0, 1, 2     # which side of a join a keyed value comes from
-KEYED = "keyed"
+        yield from banded(self._hasher, record_id, signature,
+                          None if signature is None else self._payload(element))
 
 
 class SignWithStoredFn(beam.DoFn):
     """Like `SignFn`, on an id's element joined with signatures made earlier (`(SIGNATURE_SIDE,
     (content key, signature values))` values): a signature whose content key is the element's
-    is used, otherwise the signature is computed. Also emits `(id, (ELEMENT, element))` on the
-    KEYED output, for the join with the verdicts."""
+    is used, otherwise the signature is computed. Emits what `SignFn` emits."""
 
     def __init__(self, hasher: MinHasher, shingles: Callable[[Any], set[bytes]],
                  key: Callable[[Any], str], payload: Callable[[Any], Any],
@@ -161,10 +214,8 @@ class SignWithStoredFn(beam.DoFn):
                 signature: Optional[np.ndarray] = self._hasher.from_values(values_made)
             else:
                 signature = self._hasher.signature(self._shingles(element))
-            if signature is None:
-                continue
-            for band_key in self._hasher.band_keys(signature):
-                yield band_key, (record_id, signature, self._payload(element))
+            yield from banded(self._hasher, record_id, signature,
+                              None if signature is None else self._payload(element))
 
 
 def _mark_or_keep(grouped: tuple[str, Iterable[tuple[int, Any]]], stage: str) -> Iterator[Any]:
@@ -226,20 +277,26 @@ class DropNearDuplicates(beam.PTransform):
         threshold, max_bucket, confirm = self._hasher.threshold, self._max_bucket, self._confirm
         key, stage = self._key, self._stage
         content_key = self._content_key
+        hasher = self._hasher
         if self._signatures is None or content_key is None or self._shingles is None:
             signed = elements | "SignAndBand" >> beam.ParDo(
-                SignFn(self._hasher, self._shingles, key, self._payload, self._signature)).with_outputs(KEYED, main="bands")
-            bands, keyed = signed.bands, signed[KEYED]
+                SignFn(hasher, self._shingles, key, self._payload, self._signature)
+            ).with_outputs(KEYED, SIGNATURES, main="bands")
         else:
             signed = ((elements | "KeyById" >> beam.Map(lambda e: (key(e), (ELEMENT, e))), self._signatures)
                       | "FlattenSignatures" >> beam.Flatten() | "JoinSignatures" >> beam.GroupByKey()
                       | "SignAndBand" >> beam.ParDo(SignWithStoredFn(
-                          self._hasher, self._shingles, key, self._payload, content_key))
-                      .with_outputs(KEYED, main="bands"))
-            bands, keyed = signed.bands, signed[KEYED]
+                          hasher, self._shingles, key, self._payload, content_key))
+                      .with_outputs(KEYED, SIGNATURES, main="bands"))
+        bands, keyed, signatures = signed.bands, signed[KEYED], signed[SIGNATURES]
+        # Buckets of ids first; signatures go only to the buckets that hold two ids or more.
+        shared = bands | "GroupByBand" >> beam.GroupByKey() | "SharedBuckets" >> beam.FlatMap(shared_bucket)
         similar = (
-            bands
-            | "GroupByBand" >> beam.GroupByKey()
+            (signatures, shared)
+            | "FlattenShared" >> beam.Flatten()
+            | "JoinShared" >> beam.GroupByKey()
+            | "SignShared" >> beam.FlatMap(signed_in_shared_buckets, hasher)
+            | "GroupBySharedBand" >> beam.GroupByKey()
             | "CompareInBucket" >> beam.FlatMap(
                 lambda kv: ((dropped, (SIMILAR_TO, kept)) for dropped, kept in
                             near_duplicates_in_bucket(kv[1], threshold, max_bucket, confirm,
