@@ -240,6 +240,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BaseException as error:
         return _fail(error, debug)
     finally:
+        forget_log()   # a later command in this process (a test, a notebook) names no stale log
         if quiet:
             os.environ.pop(PROGRESS_ENV, None)
             if progress_before is not None:

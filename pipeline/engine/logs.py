@@ -26,6 +26,14 @@ FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
 _LAST: list[str] = []          # the log of this process's latest run (for the failure's last line)
 
 
+class LogFile(logging.FileHandler):
+    """The run's log file; a record it cannot write (a full disk) is dropped without logging's
+    own traceback on the terminal: the run's error line says what failed."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        return
+
+
 class OursOnly(logging.Filter):
     """Pass the records of csdata's own loggers."""
 
@@ -65,7 +73,7 @@ def run_log(path: str) -> Iterator[str]:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     open(path, "w").close()
     root = logging.getLogger()
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler = LogFile(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter(FORMAT))
     handler.setLevel(logging.INFO)
     terminal = [h for h in root.handlers if isinstance(h, logging.StreamHandler)

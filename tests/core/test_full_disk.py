@@ -8,6 +8,7 @@ user namespaces."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,7 +74,7 @@ def test_a_full_local_disk_is_one_line_and_keeps_the_previous_output(tmp_path, p
     report, lines = run_on_full_disk(tmp_path, previous, 24)
     assert report["exit"] == "1"
     assert lines == [f"csdata: error: no space left writing {tmp_path}/mnt/out (the disk or bucket "
-                     "is full); previous output kept"], lines
+                     f"is full); previous output kept (log: {tmp_path}/mnt/.out.csdata/csdata.log)"], lines
     assert report["previous"] == "same"
     assert_nothing_half_written(report)
 
@@ -90,6 +91,7 @@ def test_a_disk_with_no_room_at_all_is_one_line(tmp_path, previous):
     assert report["exit"] == "1"
     assert len(lines) == 1, lines
     assert lines[0].startswith("csdata: error: no space left"), lines
-    assert lines[0].endswith("(the disk or bucket is full); previous output kept"), lines
+    assert re.search(r"\(the disk or bucket is full\); previous output kept( \(log: .*/\.out\.csdata/csdata\.log\))?$",
+                     lines[0]), lines   # no log when not even its file could be made
     assert report["previous"] == "same"
     assert_nothing_half_written(report)

@@ -153,7 +153,8 @@ def test_an_interrupted_run_keeps_the_previous_output(finished_run, signum):
     err = proc.communicate(timeout=120)[1].decode()
     assert proc.returncode == 130
     lines = [line for line in err.splitlines() if "apitools" not in line]
-    assert lines == [f"csdata: interrupted ({signal.Signals(signum).name}); previous output kept"]
+    log = finished_run.parent / f".{finished_run.name}.csdata" / "csdata.log"
+    assert lines == [f"csdata: interrupted ({signal.Signals(signum).name}); previous output kept (log: {log})"]
     assert snapshot(finished_run) == before
     assert attempts(finished_run) == first
     assert sorted(os.listdir(finished_run.parent)) == [f".{finished_run.name}.csdata", finished_run.name]

@@ -279,7 +279,7 @@ def test_a_full_disk_under_the_cluster_is_one_line_and_keeps_the_previous_output
         code, err = driver.finish()
         assert code == 1, err
         assert error_lines(err) == [f"csdata: error: no space left writing {mnt}/out (the disk or bucket is "
-                                    "full); previous output kept"], err
+                                    f"full); previous output kept (log: {mnt}/.out.csdata/csdata.log)"], err
         assert "Traceback" not in err and not RESTARTED.search(err), err   # cancelled, not restarted
         assert time.monotonic() - started < 150
         assert digest(mnt / "out") == before
