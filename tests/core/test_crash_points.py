@@ -165,3 +165,21 @@ def test_an_error_before_the_commit_point_keeps_the_previous_output_and_removes_
     assert "previous output kept" in done.stderr.decode()
     assert_whole(output, runs, "previous")
     assert attempts(output) == before
+
+
+def test_a_restore_that_finds_a_part_done_json_did_not_commit_stops_in_one_line(tmp_path):
+    output = tmp_path / "out"
+    assert crash(output, "checkpoint.done").returncode == KILLED
+    kept = next(Path(OutputPaths(str(output)).work).glob("*/curated/kept"))
+    part = sorted(kept.glob("*.part"))[0]
+    extra = kept / f"{'a' * 32}-{part.name.rsplit('-', 1)[1]}"   # a part a cancelled job wrote on
+    shutil.copy(part, extra)
+    shutil.copy(f"{part}.ok", f"{extra}.ok")
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli.main", "-q", *GENERATE, "--output", str(output)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("csdata: resuming an interrupted run"), lines
+    assert re.match(rf"csdata: error: the checkpoint {kept.parent} does not hold what its done.json committed "
+                    rf"\(kept: 2 parts of \d+ elements found, 1 parts of \d+ elements committed\); remove "
+                    rf"{kept.parent} to run its stages again", lines[1]), lines

@@ -38,10 +38,17 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
+from transforms.core.errors import StorageError
 from transforms.core.resume.crash import crash_point
 from transforms.core.resume.memo import matched_pieces
 from transforms.core.resume.store import remove_folder, write_bytes
 from transforms.core.spread import Spread
+
+
+class DamagedWork(StorageError):
+    """A work folder that does not hold what it committed (a part damaged or added by hand, or
+    written by a job that should have stopped): the run stops in one line naming what to remove."""
+
 
 DONE = "done.json"
 PART_SUFFIX = ".part"
@@ -131,7 +138,7 @@ def read_part(committed: str) -> Iterator[Any]:
     path = committed[:-len(COMMITTED)]
     elements = list(read_part_file(path))
     if len(elements) != part_count(path):
-        raise RuntimeError(f"the checkpoint part {path} holds {len(elements)} elements, not the "
+        raise DamagedWork(f"the checkpoint part {path} holds {len(elements)} elements, not the "
                            f"{part_count(path)} its name says; remove {path.rsplit('/', 2)[0]} to run "
                            f"its stages again")
     yield from elements
@@ -148,7 +155,7 @@ def read_part_file(path: str, remedy: str = "") -> Iterator[Any]:
     except Exception as error:
         kind = "part" if remedy else "checkpoint part"
         remedy = remedy or f"remove {path.rsplit('/', 2)[0]} to run its stages again"
-        raise RuntimeError(f"the {kind} {path} cannot be read ({type(error).__name__}: "
+        raise DamagedWork(f"the {kind} {path} cannot be read ({type(error).__name__}: "
                            f"{str(error)[:200]}); {remedy}") from None
     yield from elements
 
@@ -210,7 +217,7 @@ def check_parts(found: dict, done: dict, folder: str, output: str) -> dict:
     if found != committed:
         said = (f"{committed['parts']} parts of {committed['elements']} elements" if committed
                 else "nothing")
-        raise RuntimeError(f"the checkpoint {folder} does not hold what its {DONE} committed ({output}: "
+        raise DamagedWork(f"the checkpoint {folder} does not hold what its {DONE} committed ({output}: "
                            f"{found['parts']} parts of {found['elements']} elements found, {said} "
                            f"committed); remove {folder} to run its stages again")
     crash_point("restore.checked")
