@@ -21,7 +21,7 @@ from pipeline.cli.provenance import describe
 from pipeline.cli.run import EXIT_ACCOUNTING, add_output_options, run_command
 from pipeline.engine.logs import VERBOSE_ENV, forget_log, log_hint
 from pipeline.engine.runner import beam_options, check_beam_args, quiet_beam_noise
-from pipeline.outputs.protocol import discard_active
+from pipeline.outputs.protocol import COMMITTED, committed_now, discard_active
 from pipeline.outputs.storage import clean_output, names_remote, resolve_runs, use_store_options
 from transforms.core.errors import JobFailed, StorageError, UserError
 from transforms.core.progress.lines import ENABLED_ENV as PROGRESS_ENV
@@ -235,6 +235,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not a job started with `&`
         signal.signal(signal.SIGINT, _interrupt)
     forget_log()
+    COMMITTED.clear()
     try:
         return _main(argv)
     except BaseException as error:
@@ -262,13 +263,13 @@ def _fail(error: BaseException, debug: bool) -> int:
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as error:
         return _user_error(f"{error.strerror}: {error.filename}" if error.filename else str(error), debug)
     except (JobFailed, StorageError) as error:
-        return _user_error(str(error), debug, EXIT_JOB_FAILED, f"; previous output kept{log_hint()}")
+        return _user_error(str(error), debug, EXIT_JOB_FAILED, f"; {outcome()}{log_hint()}")
     except BrokenPipeError:
         # The reader went away: point stdout at /dev/null so the interpreter's final flush is quiet.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
-        print(f"csdata: interrupted; previous output kept{log_hint()}", file=sys.stderr)
+        print(f"csdata: interrupted; {outcome()}{log_hint()}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as error:
         # A full disk wherever it struck (taking the lease, writing the commit): one line, not
@@ -278,7 +279,14 @@ def _fail(error: BaseException, debug: bool) -> int:
         if not is_no_space(error):
             raise
         return _user_error("no space left (the disk or bucket is full)", debug, EXIT_JOB_FAILED,
-                           "; previous output kept")
+                           f"; {outcome()}")
+
+
+def outcome() -> str:
+    """What a run that ended in an error or an interrupt left at its output: the previous
+    output, or, past its commit point, the new one."""
+    output = committed_now()
+    return f"the new output at {output} is committed" if output else "previous output kept"
 
 
 def _interrupt(signum: int, frame) -> None:
@@ -294,7 +302,7 @@ def _interrupt(signum: int, frame) -> None:
     cancelled = flink.cancel_running_jobs() if flink is not None else []
     discard_active()
     jobs = "".join(f"; Flink job {job_id} cancelled" for job_id in cancelled)
-    sys.stderr.write(f"csdata: interrupted ({signal.Signals(signum).name}){jobs}; previous output kept{log_hint()}\n")
+    sys.stderr.write(f"csdata: interrupted ({signal.Signals(signum).name}){jobs}; {outcome()}{log_hint()}\n")
     sys.stderr.flush()
     os._exit(EXIT_INTERRUPTED)
 

@@ -88,8 +88,9 @@ def run_attempt(module, args: argparse.Namespace, extra: Sequence[str], key: str
 
     output = args.output
     beam_writer = getattr(args, "beam_writer", False)
-    with run_log(OutputPaths(output).log), protocol.begin(
-            output, local_files=not beam_writer, timeout=args.lease_timeout, options=options) as run:
+    # The log starts once the lease is held: a run refused for a live one leaves its log alone.
+    with protocol.begin(output, local_files=not beam_writer, timeout=args.lease_timeout,
+                        options=options) as run, run_log(OutputPaths(output).log):
         for note in run.notes:
             print(f"csdata: {note}", file=sys.stderr)
         if beam_writer:

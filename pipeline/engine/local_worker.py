@@ -19,9 +19,13 @@ COMMAND = f"exec {shlex.quote(sys.executable)} -m pipeline.engine.local_worker"
 def main() -> None:
     path = os.environ.get(LOG_ENV)
     if path and not verbose():
-        log = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.dup2(log, 2)
-        os.close(log)
+        try:
+            log = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError:   # a log that went away: the worker still runs, onto the terminal
+            log = None
+        if log is not None:
+            os.dup2(log, 2)
+            os.close(log)
     from apache_beam.runners.worker import sdk_worker_main
 
     sdk_worker_main.main(sys.argv)

@@ -67,19 +67,23 @@ def log_hint() -> str:
 
 
 @contextlib.contextmanager
-def run_log(path: str) -> Iterator[str]:
+def run_log(path: str) -> Iterator[Optional[str]]:
     """For the run inside this block: every log record into `path` (started afresh), only
-    csdata's records on the terminal (everything with `-v`); yields `path`."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    open(path, "w").close()
-    root = logging.getLogger()
-    handler = LogFile(path, encoding="utf-8")
+    csdata's records on the terminal (everything with `-v`); yields `path`, or None when the
+    file cannot be made (a read-only cache): then the run goes on as without a log."""
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        handler = LogFile(path, mode="w", encoding="utf-8")
+    except OSError:
+        yield None
+        return
     handler.setFormatter(logging.Formatter(FORMAT))
     handler.setLevel(logging.INFO)
+    root = logging.getLogger()
     terminal = [h for h in root.handlers if isinstance(h, logging.StreamHandler)
                 and not isinstance(h, logging.FileHandler)]
     ours = OursOnly()
-    before = root.level, os.environ.get(LOG_ENV)
+    before = root.level, os.environ.get(LOG_ENV), [h.level for h in terminal]
     root.addHandler(handler)
     if not verbose():
         for stream in terminal:
@@ -98,8 +102,9 @@ def run_log(path: str) -> Iterator[str]:
         threading.excepthook = hook
         root.removeHandler(handler)
         handler.close()
-        for stream in terminal:
+        for stream, level in zip(terminal, before[2]):
             stream.removeFilter(ours)
+            stream.setLevel(level)
         root.setLevel(before[0])
         if before[1] is None:
             os.environ.pop(LOG_ENV, None)

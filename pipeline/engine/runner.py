@@ -8,12 +8,13 @@ import contextlib
 import glob
 import logging
 import os
+import re
 import shutil
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from pipeline.engine.logs import VERBOSE_ENV
 from pipeline.engine.stores import retry_store_calls
-from transforms.core.errors import JobFailed, UserError
+from transforms.core.errors import JobFailed, StorageError, UserError
 from transforms.core.models.heap import freeze_heap
 
 if TYPE_CHECKING:
@@ -42,6 +43,9 @@ SERVICE_LAUNCHER = "apache_beam/utils/subprocess_server.py"
 # What Beam's in-process runner raises when one of its worker processes died (killed, out of
 # memory, a crash in native code): the worker's own output is in the run's log.
 WORKER_LOST = ("Channel closed prematurely", "Worker subprocess exited")
+# A work folder's one-line error (`transforms.core.resume.checkpoint.DamagedWork`) as a worker
+# process of the local runner reports it: the driver gets its text.
+DAMAGED_WORK = re.compile(r"DamagedWork: (.+?)(?: \[while running [^\]]*\])?$", re.M)
 
 
 class _StoreErrorEcho(logging.Filter):
@@ -249,6 +253,9 @@ def run_pipeline(pipeline: beam.Pipeline):
                     result = pipeline.run()
                     result.wait_until_finish()
                 except RuntimeError as error:
+                    damaged = DAMAGED_WORK.search(str(error))
+                    if damaged:   # a worker process's DamagedWork reaches here as text
+                        raise StorageError(damaged.group(1)) from error
                     lost = next((m for m in WORKER_LOST if m in str(error)), None)
                     if lost is None:
                         raise

@@ -99,7 +99,8 @@ def start_ticks(pid: int) -> int:
         return 0
 
 
-def _is_job_server(pid: int, parent: Optional[int] = None) -> bool:
+def _is_job_server(pid: int, parent: int) -> bool:
+    """Whether `pid` is a Beam job server (a Java child) that this process `parent` started."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
             ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
@@ -107,7 +108,7 @@ def _is_job_server(pid: int, parent: Optional[int] = None) -> bool:
             command = handle.read()
     except (OSError, IndexError, ValueError):
         return False
-    return (parent is None or ppid == parent) and b"job-server" in command
+    return ppid == parent and b"job-server" in command
 
 
 def cancel_jobs(holder: Holder, wait: float = JOB_STOP_SECONDS) -> list[str]:
@@ -126,7 +127,9 @@ def cancel_jobs(holder: Holder, wait: float = JOB_STOP_SECONDS) -> list[str]:
         if holder.host == socket.gethostname():
             for server in filter(None, job.get("servers", "").split(",")):
                 pid, _, ticks = server.partition("@")
-                if ticks and start_ticks(int(pid)) == int(ticks):   # that process, not a later one
+                if not (pid.isdigit() and ticks.isdigit()):   # a damaged or older lease: leave it
+                    continue
+                if start_ticks(int(pid)) == int(ticks):   # that process, not a later one
                     with contextlib.suppress(OSError):
                         os.kill(int(pid), signal.SIGKILL)
         try:

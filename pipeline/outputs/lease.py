@@ -77,11 +77,13 @@ class Lease:
 
     def release(self, remove_root: bool = False) -> None:
         """End the heartbeat and give the lease up; `remove_root` also removes the output's root
-        when it holds nothing else (a first run into a new output that failed: nothing stays)."""
+        when it holds nothing else (a first run into a new output that failed: only the run's
+        log stays, for its error line names it)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        self._give_up(remove_root)
+        with self._lock:   # not while a renewal writes
+            self._give_up(remove_root)
 
     def _beat(self) -> None:
         while not self._stop.wait(min(max(self.timeout / BEATS_PER_TIMEOUT, 0.5), MAX_BEAT_SECONDS)):
@@ -236,7 +238,12 @@ class S3Lease(Lease):
 
     def _take(self) -> Optional[Holder]:
         holder = self._take_object()
-        self._find_commit()
+        try:
+            self._find_commit()
+        except BaseException:   # not held without a heartbeat until it times out
+            with contextlib.suppress(Exception):
+                self._client.delete_object(Bucket=self._bucket, Key=self._key)
+            raise
         return holder
 
     def _take_object(self) -> Optional[Holder]:

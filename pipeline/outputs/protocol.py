@@ -84,6 +84,13 @@ class Run:
 
 
 ACTIVE: list[Run] = []   # this process's runs in progress (for the signal handlers)
+COMMITTED: list[str] = []   # the outputs this process's latest run committed (for the last line)
+
+
+def committed_now() -> Optional[str]:
+    """The output the latest run of this process committed, if it did: an interrupt or an
+    error after the commit point leaves that output committed, not the previous one."""
+    return COMMITTED[-1] if COMMITTED else None
 
 
 def committed_name(paths: OutputPaths) -> Optional[str]:
@@ -176,6 +183,7 @@ def begin(output: str, local_files: bool = False, timeout: float = DEFAULT_TIMEO
     commit (a plain command with a remote output)."""
     paths = OutputPaths(output)
     name = new_attempt_name()
+    COMMITTED.clear()
     lease = make_lease(paths, name, timeout, options)
     dead = lease.acquire()
     run = Run(paths, name, paths.attempt(name), lease)
@@ -232,9 +240,13 @@ def _empty_root(paths: OutputPaths) -> bool:
 
 
 def discard(run: Run) -> None:
-    """Remove what `run` wrote (its attempt; its local folder). The store may be what
-    failed: then what is left goes with the next run into the output."""
+    """Remove what `run` wrote (its attempt; its local folder), unless the output's commit names
+    its attempt (a commit whose answer was lost). The store may be what failed: then what is
+    left goes with the next run into the output."""
     with contextlib.suppress(Exception):
+        if committed_name(run.paths) == run.name:
+            run.committed = True
+            return
         remove_tree(run.attempt)
     if run.folder != run.attempt:
         shutil.rmtree(run.folder, ignore_errors=True)
@@ -286,12 +298,30 @@ def commit(run: Run, info: dict) -> None:
     crash_point("commit.marked")
     run.lease.check()   # renewed with a conditional write right before the commit point
     if paths.remote:
-        run.lease.write_commit(record)
-        run.committed = True
+        _write_commit(run, record)
     else:
         replaced = _swap_link(paths, run) or replaced
     crash_point("commit.committed")
     cleanup(run, keep={run.name, replaced})
+
+
+def _write_commit(run: Run, record: dict) -> None:
+    """PUT the commit object (the commit point on a store): `run` is committed from there on.
+    A PUT that landed but whose answer was lost (the retry refused, a timeout) is found by
+    reading the commit back; no interrupt falls between the PUT and `committed`."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        try:
+            run.lease.write_commit(record)
+        except Exception:
+            with contextlib.suppress(Exception):
+                run.committed = committed_name(run.paths) == run.name
+            if not run.committed:
+                raise
+        run.committed = True
+        COMMITTED.append(run.paths.output)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def cleanup(run: Run, keep: set[Optional[str]]) -> None:
@@ -354,38 +384,8 @@ def _swap_link(paths: OutputPaths, run: Run) -> Optional[str]:
     try:
         os.replace(temp, output)
         run.committed = True
+        COMMITTED.append(paths.output)
         crash_point("commit.swapped")
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return moved
-
-
-def clean(output: str, timeout: float = DEFAULT_TIMEOUT, options: Any = None) -> list[str]:
-    """`csdata clean OUTPUT`: remove what no run needs (dead attempts, the attempt the last
-    commit replaced, resumable work, and the folders older csdata versions left beside a local
-    output); returns what was removed. It holds the output's lease while it removes, so a run in
-    progress makes it stop in one line (`OutputBusy`); the committed run is never touched."""
-    paths = OutputPaths(output)
-    if not paths.remote and not Path(paths.root).exists() and not _legacy_leftovers(paths):
-        return []
-    lease = make_lease(paths, new_attempt_name(), timeout, options)
-    lease.acquire()
-    try:
-        gone = remove_attempts(paths, keep={committed_name(paths)})
-        if subfolders(paths.work):
-            remove_tree(paths.work)
-            gone.append(paths.work)
-        for leftover in _legacy_leftovers(paths):
-            shutil.rmtree(leftover, ignore_errors=True)
-            gone.append(leftover)
-        return gone
-    finally:
-        lease.release()
-
-
-def _legacy_leftovers(paths: OutputPaths) -> list[str]:
-    if paths.remote:
-        return []
-    output = Path(paths.output).absolute()
-    return [str(p) for p in (output.with_name(f".{output.name}.csdata-staging"),
-                             output.with_name(f".{output.name}.csdata-previous")) if p.is_dir()]

@@ -10,8 +10,9 @@ results (`run_key`):
 - the spec by its validated, resolved values (defaults, file and `--set` overrides applied);
 - the input files by path, size and modification time, or by their content (sha256) with
   `--verify-inputs` (for a copy tool that keeps times, or a store whose times cannot be trusted);
-- every other argument that names a file or folder (`--url-list`, `--annotations` ...) by the
-  content of its files (size and modification time for a file over `CONTENT_LIMIT`);
+- the other arguments that name files (`NAMED_FILES`: `--url-list`, `--annotations`, a spec
+  file ...) by the content of their files (size and modification time for a file over
+  `CONTENT_LIMIT`, or on an object store);
 - the installed versions of csdata, its libraries and its models, and csdata's own source files.
 
 A rerun of the same command finds them under the same KEY and skips what they hold; a run under
@@ -53,30 +54,51 @@ def file_sha256(path: str) -> str:
 
 
 def input_fingerprints(patterns: list[str], contents: bool = False) -> list[list[str]]:
-    """`[path, size, modification time]` of every input file (see the module doc), or
-    `[path, sha256]` with `contents`, sorted by path."""
+    """`[path, size, modification time]` of every file the input patterns name (see the module
+    doc), or `[path, sha256]` with `contents`, sorted by path. A store's files come with their
+    times from the one listing that matches them."""
     from transforms.core.reporting.provenance import input_files
 
     found = []
-    for path, size in input_files(patterns):
-        if contents:
-            found.append([path, file_sha256(path)])
-        elif "://" in path:
-            from apache_beam.io.filesystems import FileSystems
-
-            found.append([path, str(size), str(FileSystems.last_updated(path))])
-        else:
-            found.append([path, str(size), str(os.stat(path).st_mtime_ns)])
+    for pattern in patterns:
+        if "://" in pattern:
+            found.extend(store_fingerprints(pattern, contents))
+            continue
+        for path, size in input_files([pattern]):
+            found.append([path, file_sha256(path)] if contents
+                         else [path, str(size), str(os.stat(path).st_mtime_ns)])
     return sorted(found)
 
 
+def store_fingerprints(pattern: str, contents: bool = False) -> list[list[str]]:
+    """`input_fingerprints` of one pattern on an object store (a folder is every file under it)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    matched = [m for result in FileSystems.match([pattern]) for m in result.metadata_list]
+    if not matched:   # a folder given without a pattern
+        matched = [m for result in FileSystems.match([pattern.rstrip("/") + "/**"]) for m in result.metadata_list]
+    return [[m.path, file_sha256(m.path)] if contents
+            else [m.path, str(m.size_in_bytes), str(m.last_updated_in_seconds)] for m in matched]
+
+
+# The arguments of the resumable commands that name files whose content decides the results
+# (besides `--input`, keyed as inputs are).
+NAMED_FILES = ("url_list", "annotations", "omitted", "flagged", "a", "b", "spec")
+
+
 def named_files(value: object) -> list[list[str]]:
-    """What an argument other than `--input` names on the local disk, by content (or by size
-    and modification time over `CONTENT_LIMIT`); nothing when it names no file or folder."""
+    """What an argument of `NAMED_FILES` names: a local file or folder's files by content (by
+    size and modification time over `CONTENT_LIMIT`), a store's by size and time; nothing for
+    a value that names no file (a built-in spec's name)."""
     values = value if isinstance(value, (list, tuple)) else [value]
     found = []
     for item in values:
-        if not isinstance(item, str) or "://" in item or not os.path.exists(item):
+        if not isinstance(item, str):
+            continue
+        if "://" in item:
+            found.extend(store_fingerprints(item))
+            continue
+        if not os.path.exists(item):
             continue
         files = [item] if os.path.isfile(item) else sorted(
             os.path.join(root, name) for root, _, names in os.walk(item) for name in names)
@@ -100,7 +122,7 @@ def run_key(args: argparse.Namespace) -> str:
     inputs = getattr(args, "input", None)
     files = (input_fingerprints(inputs, contents=bool(getattr(args, "verify_inputs", False)))
              if isinstance(inputs, list) else None)
-    named = {k: named_files(v) for k, v in sorted(arguments.items()) if k != "input" and named_files(v)}
+    named = {k: named_files(arguments[k]) for k in NAMED_FILES if k in arguments}
     text = json.dumps({"arguments": arguments, "spec": spec, "inputs": files, "named": named,
                        "versions": versions(), "code": code_sha256()}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

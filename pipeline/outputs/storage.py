@@ -6,13 +6,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import tempfile
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
 from pipeline.engine.runner import beam_options
 from pipeline.engine.stores import describe_storage_error, retry_store_calls
-from pipeline.outputs.paths import download
-from pipeline.outputs.protocol import clean, resolve_run
+from pipeline.outputs.holder import cancel_jobs
+from pipeline.outputs.lease import DEFAULT_TIMEOUT, make_lease
+from pipeline.outputs.paths import OutputPaths, download, new_attempt_name, remove_tree, subfolders
+from pipeline.outputs.protocol import committed_name, remove_attempts, resolve_run
 from transforms.core.errors import UserError
 
 # Arguments that name the finished run a command reads; `annotations` and the run of a command
@@ -93,3 +97,36 @@ def resolve_runs(args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
         local = stack.enter_context(tempfile.TemporaryDirectory(prefix="csdata-run-"))
         download(run, local)
         setattr(args, name, local)
+
+
+def clean(output: str, timeout: float = DEFAULT_TIMEOUT, options: Any = None) -> list[str]:
+    """`csdata clean OUTPUT`: remove what no run needs (dead attempts, the attempt the last
+    commit replaced, resumable work, and the folders older csdata versions left beside a local
+    output); returns what was removed. It holds the output's lease while it removes, so a run in
+    progress makes it stop in one line (`OutputBusy`); the committed run is never touched."""
+    paths = OutputPaths(output)
+    if not paths.remote and not Path(paths.root).exists() and not _legacy_leftovers(paths):
+        return []
+    lease = make_lease(paths, new_attempt_name(), timeout, options)
+    dead = lease.acquire()
+    try:
+        if dead is not None:   # its jobs would write on into what is removed here
+            cancel_jobs(dead)
+        gone = remove_attempts(paths, keep={committed_name(paths)})
+        if subfolders(paths.work):
+            remove_tree(paths.work)
+            gone.append(paths.work)
+        for leftover in _legacy_leftovers(paths):
+            shutil.rmtree(leftover, ignore_errors=True)
+            gone.append(leftover)
+        return gone
+    finally:
+        lease.release()
+
+
+def _legacy_leftovers(paths: OutputPaths) -> list[str]:
+    if paths.remote:
+        return []
+    output = Path(paths.output).absolute()
+    return [str(p) for p in (output.with_name(f".{output.name}.csdata-staging"),
+                             output.with_name(f".{output.name}.csdata-previous")) if p.is_dir()]

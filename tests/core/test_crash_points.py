@@ -83,8 +83,11 @@ def copy_output(source: Path, target: Path) -> None:
 
 def crash(output: Path, point: str) -> subprocess.CompletedProcess:
     env = {**os.environ, CRASH_ENV: point}
+    # Started as from a terminal: a suite run as a background job hands its children SIGINT
+    # ignored, and the CLI then leaves Ctrl-C alone.
     return subprocess.run([sys.executable, "-m", "pipeline.cli.main", "-q", *GENERATE, "--output", str(output)],
-                          cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+                          cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def attempts(output: Path) -> list[str]:
@@ -138,6 +141,8 @@ def test_an_interrupt_held_back_by_the_link_swap_leaves_the_new_output_committed
     copy_output(runs["history"], output)
     done = crash(output, "commit.swapped:interrupt")
     assert done.returncode == 130, done.stderr.decode()
+    assert done.stderr.decode().splitlines()[-1].startswith(
+        f"csdata: interrupted (SIGINT); the new output at {output} is committed"), done.stderr.decode()
     assert_whole(output, runs, "new")
     assert Path(OutputPaths(str(output)).attempt(Path(os.readlink(output)).name)).is_dir()
 

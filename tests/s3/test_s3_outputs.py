@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -161,15 +162,22 @@ def test_two_runs_racing_for_a_dead_holders_lease_exactly_one_commits(s3, prefix
     output = url(f"{prefix}/out")
     write_dead_lease(s3, prefix)
     start = threading.Barrier(2)
+    refused = threading.Event()
     outcomes: dict[int, str] = {}
 
     def race(number: int) -> None:
         start.wait()
         try:
-            commit_run(output, number, options)
+            with protocol.begin(output, options=options) as run:
+                refused.wait(timeout=60)   # the lease stays held until the other run tried
+                for name in ("a.txt", "b.txt"):
+                    with FileSystems.create(f"{run.folder}/{name}") as handle:
+                        handle.write(str(number).encode())
+                protocol.commit(run, {"number": number})
             outcomes[number] = "committed"
         except OutputBusy:
             outcomes[number] = "busy"
+            refused.set()
 
     threads = [threading.Thread(target=race, args=(n,)) for n in (1, 2)]
     for thread in threads:
@@ -264,6 +272,7 @@ def test_an_error_after_the_commit_on_s3_keeps_the_new_commit(s3, prefix, option
     commit_run(output, 1, options)
     done = subprocess.run([sys.executable, "-c", COMMIT_SCRIPT, output, "3", *S3_ARGS], cwd=ROOT,
                           env={**os.environ, CRASH_ENV: f"cleanup.remove_attempt:{how}"},
-                          capture_output=True, timeout=120)
+                          capture_output=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert (done.returncode == 0) == (how == "raise"), done.stderr.decode()   # Ctrl-C ends the script
     assert committed_number(output) == 3

@@ -5,9 +5,9 @@ an element is dropped when it is similar to one with a smaller id. The global st
 band bucket, so no worker ever holds the corpus.
 
 The band buckets carry ids, not signatures: an element is in one bucket per band (9 at the
-shipped threshold), and a signature in each of them was 9 signatures an element in one grouping
-(Beam's in-process runner holds a grouping's input whole in its driver, decoded, while it sends
-it on). So the signatures meet only in the buckets that hold two ids or more: the buckets are
+shipped threshold), so a signature in each of them would put 9 signatures an element into one
+grouping (Beam's in-process runner holds a grouping's input whole in its driver, decoded, while
+it sends it on). So the signatures meet only in the buckets that hold two ids or more: the buckets are
 grouped with ids (`shared_bucket` names each member of a shared one), each element's signature
 is joined with the shared buckets it is in, by id, once (`signed_in_shared_buckets`), and only
 those buckets are grouped again with their members' signatures and compared. The verdicts are

@@ -16,7 +16,8 @@ import apache_beam as beam
 
 from transforms.core.accounting import Reject
 from transforms.core.hashing import unit_hash
-from transforms.core.resume.checkpoint import WritePartsFn, clear_folder, read_part_file
+from transforms.core.resume.checkpoint import WritePartsFn, read_part_file
+from transforms.core.resume.store import remove_folder
 from transforms.core.stages import Stage
 from transforms.cosmos.segment import Paragraph
 from transforms.cosmos.story_sample import NOT_SAMPLED
@@ -104,7 +105,7 @@ class SampleFromParts(beam.PTransform):
         self._seed, self._per_blog, self._mode = seed, per_blog, mode
 
     def expand(self, paragraphs):
-        clear_folder(self._folder)
+        remove_folder(self._folder)
         per_blog = self._per_blog
         kept, rejects, tallies = (
             paragraphs

@@ -82,7 +82,6 @@ def done_checkpoints(work: str) -> list[dict]:
     return sorted(found, key=lambda done: done["stage"])
 
 
-clear_folder = remove_folder   # what a run killed before `done.json` left goes before it keeps anew
 
 
 def write_part(folder: str, elements: Sequence[Any]) -> str:
@@ -339,7 +338,7 @@ class Checkpoint:
         waiting texts follow the corpus."""
         if self.folder is None:
             return None
-        clear_folder(self.folder)
+        remove_folder(self.folder)   # what a run killed before `done.json` left
         title = _camel(self.stage)
         outputs = (kept, rejects | f"Flatten{title}Rejects" >> beam.Flatten(),
                    tallies | f"Flatten{title}Tallies" >> beam.Flatten())
