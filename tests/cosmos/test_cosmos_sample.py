@@ -74,9 +74,9 @@ def test_first_candidates_are_the_first_ranked_stories_and_the_rest_waits():
     queued = lambda *ids: tuple((i, f"k:{i}", "blogs.xml") for i in ids)  # noqa: E731
     take = lambda i: Decision("blogs.xml", i, f"k:{i}")  # noqa: E731
     assert list(first_candidates(("b1", [a, b, c]), 1)) == [
-        take("b1/post-c"), BlogQueue("b1", 1, queued("b1/post-b", "b1/post-a"))]
+        take("b1/post-c"), BlogQueue.of("b1", 1, queued("b1/post-b", "b1/post-a"))]
     assert list(first_candidates(("b1", [a, b, c]), 2)) == [
-        take("b1/post-c"), take("b1/post-b"), BlogQueue("b1", 2, queued("b1/post-a"))]
+        take("b1/post-c"), take("b1/post-b"), BlogQueue.of("b1", 2, queued("b1/post-a"))]
     assert list(first_candidates(("b1", [a, b, c]), 3)) == [
         take("b1/post-c"), take("b1/post-b"), take("b1/post-a")]
     assert list(first_candidates(("b1", [a]), 1)) == [take("b1/post-a")]
@@ -84,11 +84,11 @@ def test_first_candidates_are_the_first_ranked_stories_and_the_rest_waits():
 
 def test_next_candidates():
     b, a, d = ("b1/post-b", "kb", "f1"), ("b1/post-a", "ka", "f2"), ("b1/post-d", "kd", "f1")
-    queue = BlogQueue("b1", 2, (b, a, d))
+    queue = BlogQueue.of("b1", 2, (b, a, d))
     take = lambda entry: Decision(entry[2], entry[0], entry[1])  # noqa: E731
     # Nothing found: as many stories as paragraphs are missing, the rest waits.
-    assert list(next_candidates(queue, 0, final=False)) == [take(b), take(a), BlogQueue("b1", 2, (d,))]
-    assert list(next_candidates(queue, 1, final=False)) == [take(b), BlogQueue("b1", 1, (a, d))]
+    assert list(next_candidates(queue, 0, final=False)) == [take(b), take(a), BlogQueue.of("b1", 2, (d,))]
+    assert list(next_candidates(queue, 1, final=False)) == [take(b), BlogQueue.of("b1", 1, (a, d))]
     # The last round takes every story left.
     assert list(next_candidates(queue, 1, final=True)) == [take(b), take(a), take(d)]
     # Enough paragraphs: the queue is not sampled (rejects only: no text waits to be let go).

@@ -6,6 +6,7 @@ Expected values are worked out by hand from the rule in `transforms.cosmos.story
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import apache_beam as beam
@@ -17,7 +18,16 @@ from tests.groupings import assert_no_grouping_carries
 from transforms.core.stages import Ledger
 from transforms.cosmos.read import Story, read_stories_again
 from transforms.cosmos.segment import Paragraph
-from transforms.cosmos.story_sample import ReadChosen, chosen_stories, entry, sample_stories, story_key
+from transforms.cosmos.story_sample import (
+    BlogQueue,
+    ReadChosen,
+    chosen_stories,
+    entry,
+    packed_entry,
+    sample_stories,
+    story_key,
+    unpacked_entry,
+)
 
 LONG = "word " * 5000
 INPUT = load_spec("cosmos").input
@@ -41,6 +51,20 @@ def test_an_entry_holds_no_text_whatever_the_story_length():
     short, long = entry(7, story("b1/1", text="short")), entry(7, story("b1/1", text=LONG))
     assert len(repr(short)) == len(repr(long)) < 200
     assert LONG.strip() not in repr(long)
+
+
+def test_what_waits_in_the_groupings_gives_back_the_same_entries_and_queues():
+    # The grouping by blog holds `packed_entry` strings and the rounds' joins `BlogQueue`s of one
+    # string; what the per-blog steps see from them is what `entry` and the queued triples were.
+    odd = "b1/7:3=x\x00é"
+    for s in (story("b1/1", text=LONG), replace(story(odd, text="short"), source="/in/b1.xml"),
+              replace(story("", text="x"), source="12:=")):
+        assert unpacked_entry(7, packed_entry(s)) == entry(7, s)
+        assert LONG.strip() not in packed_entry(s)
+    queued = [("b1/1", "k1", "/in/a.xml"), ("b1/2", "k2", "/in/a.xml"), (odd, "", "="), ("", "3:x", "")]
+    for stories in ([], queued, queued[::-1], queued[2:]):
+        assert BlogQueue.of("b1", 1, stories).stories() == stories
+    assert BlogQueue.of("b1", 1, queued[:2]).packed.count("/in/a.xml") == 1   # a shared file once
 
 
 def test_the_story_key_tells_records_apart_by_every_field():

@@ -7,14 +7,22 @@ all its remaining stories go through one last pass; the stories never segmented 
 `not_sampled` rejects of the `story_sample` stage.
 
 **No grouping carries a story's text.** The rule only needs a story's rank and identity, so the
-per-blog steps see `Entry`s (rank, id, key and the input file it came from: about 200 bytes a
-story) and a waiting blog is a `BlogQueue` of those. A round's chosen stories are not joined
-with their texts: the decisions are grouped by input file (`ReadChosen`), and each file with a
-chosen story is read again by the worker it is dealt to, which emits the chosen stories (those
-whose `story_key` was decided). A story's `kept` is counted there, where the decision meets its
-text again, so a decision whose story is not found (an input changed under the run) leaves the
-stage unbalanced instead of passing unseen. The texts are read once more per round, from the
-files with a chosen story; nothing that grows with the corpus's text waits in a grouping.
+per-blog steps see `Entry`s (rank, id, key and the input file it came from) and a waiting blog
+is a `BlogQueue` of those. What waits in the grouping by blog is smaller still: one string a
+story (`packed_entry`: tie, key, id and file, about 140 bytes encoded; the rank is sha1 of the
+seed and the id, computed again after the grouping), since the in-process runner's driver holds
+every value of a grouping decoded, one Python object each, and this grouping holds every story
+of the corpus; a `BlogQueue` is one string a blog (about 45 bytes a story). `hold` (the stories'
+checkpoint) holds back the grouped blogs, not the entries: what waits for a side input is held
+whole in that driver too, so the entries go straight from the reading to the grouping.
+
+A round's chosen stories are not joined with their texts: the decisions are grouped by input
+file (`ReadChosen`), and each file with a chosen story is read again by the worker it is dealt
+to, which emits the chosen stories (those whose `story_key` was decided). A story's `kept` is
+counted there, where the decision meets its text again, so a decision whose story is not found
+(an input changed under the run) leaves the stage unbalanced instead of passing unseen. The
+texts are read once more per round, from the files with a chosen story; nothing that grows with
+the corpus's text waits in a grouping.
 """
 from __future__ import annotations
 
@@ -68,14 +76,79 @@ def entry(seed: int, story: Story) -> Entry:
     return Entry(unit_hash(seed, "story", story.id), story.id, tie, story_key(story), story.source)
 
 
+def packed_entry(story: Story) -> str:
+    """What a story's `Entry` waits in the grouping by blog as: its tie and key (fixed widths),
+    the length of its id, the id and its input file, in one string (no rank: `unpacked_entry`
+    computes it again)."""
+    tie = hashlib.sha1(story.text.encode("utf-8", "surrogatepass")).hexdigest()[:TIE_DIGITS]
+    return f"{tie}{story_key(story)}{len(story.id)}:{story.id}{story.source}"
+
+
+def unpacked_entry(seed: int, packed: str) -> Entry:
+    """The `Entry` of a `packed_entry`: the same one `entry(seed, story)` gives."""
+    tie, rest = packed[:TIE_DIGITS], packed[TIE_DIGITS:]
+    key, rest = rest[:KEY_DIGITS], rest[KEY_DIGITS:]
+    length, rest = rest.split(":", 1)
+    story_id, source = rest[:int(length)], rest[int(length):]
+    return Entry(unit_hash(seed, "story", story_id), story_id, tie, key, source)
+
+
+Queued = tuple[str, str, str]   # a story waiting in a `BlogQueue`: (story id, story key, source)
+
+
+def packed_queue(stories: Iterable[Queued]) -> str:
+    """Queued stories in one string: per story, the length of its id, `:`, the id, the length
+    of its key, `:`, the key, then its source the same way, or `=` when it is the previous
+    story's source (a blog file's stories share one)."""
+    parts: list[str] = []
+    last = None
+    for story_id, key, source in stories:
+        parts.append(f"{len(story_id)}:{story_id}{len(key)}:{key}")
+        parts.append("=" if source == last else f"{len(source)}:{source}")
+        last = source
+    return "".join(parts)
+
+
+def queued_stories(packed: str) -> list[Queued]:
+    """The stories of a `packed_queue` string, in order."""
+    stories: list[Queued] = []
+    at, source = 0, ""
+
+    def field() -> str:
+        nonlocal at
+        colon = packed.index(":", at)
+        start = colon + 1
+        at = start + int(packed[at:colon])
+        return packed[start:at]
+
+    while at < len(packed):
+        story_id, key = field(), field()
+        if packed[at] == "=":
+            at += 1
+        else:
+            source = field()
+        stories.append((story_id, key, source))
+    return stories
+
+
 @dataclass(frozen=True)
 class BlogQueue:
-    """A blog's stories not segmented yet, as `(story id, story key, source)` in rank order, and
-    the paragraphs it still lacks."""
+    """A blog's stories not segmented yet, in rank order, and the paragraphs it still lacks.
+
+    The stories are one `packed_queue` string (`stories()` gives them as `(story id, story key,
+    source)`): every story of the corpus past a blog's first waits in the rounds' joins, and the
+    in-process runner's driver holds those decoded, so one string a blog, not three a story."""
 
     blog_id: str
     missing: int
-    stories: tuple[tuple[str, str, str], ...]
+    packed: str
+
+    @classmethod
+    def of(cls, blog_id: str, missing: int, stories: Iterable[Queued]) -> BlogQueue:
+        return cls(blog_id, missing, packed_queue(stories))
+
+    def stories(self) -> list[Queued]:
+        return queued_stories(self.packed)
 
 
 class Decision(NamedTuple):
@@ -96,7 +169,13 @@ def first_candidates(grouped: tuple[str, Iterable[Entry]], per_blog: int) -> Ite
     for chosen in ranked[:per_blog]:
         yield Decision(chosen.source, chosen.story_id, chosen.key)
     if len(ranked) > per_blog:
-        yield BlogQueue(blog_id, per_blog, tuple((e.story_id, e.key, e.source) for e in ranked[per_blog:]))
+        yield BlogQueue.of(blog_id, per_blog, ((e.story_id, e.key, e.source) for e in ranked[per_blog:]))
+
+
+def first_candidates_of_packed(grouped: tuple[str, Iterable[str]], seed: int, per_blog: int) -> Iterator[Outcome]:
+    """`first_candidates` of a blog whose entries come as `packed_entry` strings."""
+    blog_id, packed = grouped
+    return first_candidates((blog_id, [unpacked_entry(seed, p) for p in packed]), per_blog)
 
 
 def next_candidates(queue: BlogQueue, found: int, final: bool) -> Iterator[Outcome]:
@@ -104,16 +183,17 @@ def next_candidates(queue: BlogQueue, found: int, final: bool) -> Iterator[Outco
     queue is `not_sampled`), else as many stories as paragraphs are missing (all of them in the
     `final` round) and the queue of the rest."""
     missing = queue.missing - found
+    stories = queue.stories()
     if missing <= 0:
-        for story_id, _, _ in queue.stories:
+        for story_id, _, _ in stories:
             yield Reject(STORY_SAMPLE_STAGE, NOT_SAMPLED, story_id,
                          f"blog {queue.blog_id}: its paragraphs come from stories ranked before this one")
         return
-    take = len(queue.stories) if final else missing
-    for story_id, key, source in queue.stories[:take]:
+    take = len(stories) if final else missing
+    for story_id, key, source in stories[:take]:
         yield Decision(source, story_id, key)
-    if queue.stories[take:]:
-        yield BlogQueue(queue.blog_id, missing, queue.stories[take:])
+    if stories[take:]:
+        yield BlogQueue.of(queue.blog_id, missing, stories[take:])
 
 
 def after_round(joined: tuple[str, dict], final: bool) -> Iterator[Outcome]:
@@ -229,14 +309,15 @@ def sample_stories(stories, seed: int, per_blog: int, rounds: int,
                    read: Reader, hold: Any = None) -> list:
     """The rounds on `stories`; `segment(candidates, round)` gives a round's paragraphs (its
     rejects and tallies go to `ledger` there); `read(source, ids)` reads an input file's
-    stories again. With `hold` (a one-element PCollection), the stories' entries wait for it
-    before the rounds start. Returns each round's paragraphs."""
-    entries = stories | "RankStories" >> beam.Map(lambda s: (s.blog_id, entry(seed, s)))
-    if hold is not None:
-        entries = after_done(entries, hold, "AfterHold")
+    stories again. With `hold` (a one-element PCollection), the blogs' grouped entries wait for
+    it before the rounds start. Returns each round's paragraphs."""
+    entries = stories | "RankStories" >> beam.Map(lambda s: (s.blog_id, packed_entry(s)))
     grouped = entries | "GroupEntriesByBlog" >> beam.GroupByKey()
+    if hold is not None:
+        grouped = after_done(grouped, hold, "AfterHold")
     decisions, queues, rejects, tallies = decide(
-        grouped, "FirstCandidates", lambda g: first_candidates(g, per_blog), lambda g: sum(1 for _ in g[1]))
+        grouped, "FirstCandidates", lambda g: first_candidates_of_packed(g, seed, per_blog),
+        lambda g: sum(1 for _ in g[1]))
     ledger.rejects.append(rejects)
     ledger.tallies.append(tallies)
     found = []
