@@ -5,7 +5,9 @@ The rule needs only a paragraph's place in its blog's order (`kept_order`: ids a
 `(order key, part, index)` entry a paragraph (about 150 bytes). The kept entries are grouped by
 part, and each part is read back by the worker it is dealt to, which emits the kept paragraphs.
 A part is written by the bundle that made its paragraphs and named only by that bundle's
-output, so a retried bundle's part is never read. Without a work folder, the paragraphs
+output, so a retried bundle's part is never read. Given the rounds' paragraphs as several
+PCollections, each is written in the stage that made it and only the places are flattened (a
+Flatten of several stages' outputs waits whole in the in-process runner's driver). Without a work folder, the paragraphs
 themselves are grouped by blog (`SamplePerBlog` as before).
 """
 from __future__ import annotations
@@ -96,8 +98,9 @@ def kept_in_part(grouped: tuple[str, Iterable[int]]) -> Iterator[Paragraph]:
 
 
 class SampleFromParts(beam.PTransform):
-    """Paragraphs -> `(kept, rejects, tallies)` of the `sample` stage, through parts in
-    `{work}/paragraphs` (see the module doc); `seed`, `per_blog` and `mode` as the spec's."""
+    """Paragraphs (a PCollection, or a list of them: the rounds') -> `(kept, rejects, tallies)`
+    of the `sample` stage, through parts in `{work}/paragraphs` (see the module doc); `seed`,
+    `per_blog` and `mode` as the spec's."""
 
     def __init__(self, work: str, seed: int, per_blog: int, mode: str):
         super().__init__()
@@ -107,9 +110,18 @@ class SampleFromParts(beam.PTransform):
     def expand(self, paragraphs):
         remove_folder(self._folder)
         per_blog = self._per_blog
+        if isinstance(paragraphs, beam.pvalue.PCollection):
+            placed = paragraphs | "WriteParagraphParts" >> beam.ParDo(
+                WriteParagraphPartsFn(self._folder, self._seed, self._mode))
+        else:
+            # Several steps' paragraphs (the rounds'): each is written where it is made and only
+            # the places are flattened, since a Flatten of several stages' outputs waits whole
+            # in the in-process runner's driver.
+            placed = ([p | f"WriteParagraphParts{i}" >> beam.ParDo(
+                WriteParagraphPartsFn(self._folder, self._seed, self._mode)) for i, p in enumerate(paragraphs)]
+                      | "FlattenPlaces" >> beam.Flatten())
         kept, rejects, tallies = (
-            paragraphs
-            | "WriteParagraphParts" >> beam.ParDo(WriteParagraphPartsFn(self._folder, self._seed, self._mode))
+            placed
             | "GroupEntriesByBlog" >> beam.GroupByKey()
             | "SamplePerBlog" >> Stage(SAMPLE_STAGE, lambda g: decide_blog(g, per_blog),
                                        units=lambda g: sum(1 for _ in g[1])))

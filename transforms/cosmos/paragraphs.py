@@ -350,11 +350,11 @@ class Paragraphs(beam.PTransform):
             found = [_add_all(ledger, candidates | "SegmentStories" >> self._segment(models))]
         else:
             found = self._rounds(stories, ledger, models)
-        paragraphs = found | "FlattenParagraphs" >> beam.Flatten()
         folder = work_folder(self._work)
-        if folder is not None:   # only the paragraphs' places are grouped by blog
-            return collect(paragraphs | "Sample" >> SampleFromParts(folder, seed, per_blog, mode)), \
+        if folder is not None:   # only the paragraphs' places are flattened and grouped by blog
+            return collect(tuple(found) | "Sample" >> SampleFromParts(folder, seed, per_blog, mode)), \
                 ledger.rejects, ledger.tallies
+        paragraphs = found | "FlattenParagraphs" >> beam.Flatten()
         sampled = collect(
             paragraphs
             | "KeyParagraphsByBlog" >> beam.Map(lambda p: (p.blog_id, p))
