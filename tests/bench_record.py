@@ -378,7 +378,8 @@ def run_measured(command: list[str], log_path: str, poll: float = 0.2,
                 if pid not in kinds:
                     line = _cmdline(pid)
                     kinds[pid] = ("driver" if pid == process.pid else
-                                  "worker" if "sdk_worker_main" in line and not line.startswith("/bin/sh")
+                                  "worker" if ("sdk_worker_main" in line or "pipeline.engine.local_worker" in line)
+                                  and not line.startswith("/bin/sh")
                                   else "other")
                 peaks[pid] = max(peaks.get(pid, 0), peak)
                 cpu[pid] = processes[pid][1]

@@ -282,7 +282,7 @@ def _kind(pid: int, driver: int, daemons: dict[int, str], under_driver: bool) ->
     line = _cmdline(pid)
     if line.startswith("/bin/sh"):   # the shell that starts a worker
         return "other"
-    if "sdk_worker_main" in line:
+    if "sdk_worker_main" in line or "pipeline.engine.local_worker" in line:   # Beam's, or csdata's local one
         return "SDK worker"
     if "csdata-sdk-worker" in line or "pipeline.engine.worker_boot" in line:
         return "SDK worker boot"     # starts the SDK worker of a Flink TaskManager and waits
