@@ -57,16 +57,15 @@ def input_fingerprints(patterns: list[str], contents: bool = False) -> list[list
     """`[path, size, modification time]` of every file the input patterns name (see the module
     doc), or `[path, sha256]` with `contents`, sorted by path. A store's files come with their
     times from the one listing that matches them."""
-    from transforms.core.reporting.provenance import input_files
+    from transforms.core.reporting.provenance import input_files_with_times
 
     found = []
     for pattern in patterns:
         if "://" in pattern:
             found.extend(store_fingerprints(pattern, contents))
             continue
-        for path, size in input_files([pattern]):
-            found.append([path, file_sha256(path)] if contents
-                         else [path, str(size), str(os.stat(path).st_mtime_ns)])
+        for path, (size, mtime) in input_files_with_times([pattern]):
+            found.append([path, file_sha256(path)] if contents else [path, str(size), str(mtime)])
     return sorted(found)
 
 
