@@ -54,11 +54,16 @@ def write_dead_lease(s3, prefix: str, heartbeat_ahead: float = 0.0) -> None:
     time.sleep(2.5)   # the store dates its objects to the second
 
 
+def write_run_files(folder: str, number: int, names=("a.txt", "b.txt")) -> None:
+    """A run's files, each holding `number`."""
+    for name in names:
+        with FileSystems.create(f"{folder}/{name}") as handle:
+            handle.write(str(number).encode())
+
+
 def commit_run(output: str, number: int, options) -> None:
     with protocol.begin(output, options=options) as run:
-        for name in ("a.txt", "b.txt"):
-            with FileSystems.create(f"{run.folder}/{name}") as handle:
-                handle.write(str(number).encode())
+        write_run_files(run.folder, number)
         protocol.commit(run, {"number": number})
 
 
@@ -170,9 +175,7 @@ def test_two_runs_racing_for_a_dead_holders_lease_exactly_one_commits(s3, prefix
         try:
             with protocol.begin(output, options=options) as run:
                 refused.wait(timeout=60)   # the lease stays held until the other run tried
-                for name in ("a.txt", "b.txt"):
-                    with FileSystems.create(f"{run.folder}/{name}") as handle:
-                        handle.write(str(number).encode())
+                write_run_files(run.folder, number)
                 protocol.commit(run, {"number": number})
             outcomes[number] = "committed"
         except OutputBusy:
@@ -194,8 +197,7 @@ def test_a_run_that_lost_its_lease_does_not_commit(s3, prefix, options):
     commit_run(output, 1, options)
     with pytest.raises(StorageError, match="lost the lease"):
         with protocol.begin(output, options=options) as run:
-            with FileSystems.create(f"{run.folder}/a.txt") as handle:
-                handle.write(b"2")
+            write_run_files(run.folder, 2, ("a.txt",))
             # Another run took the lease over (this one looked dead to it): a new lease object.
             write_lease(s3, prefix, "node-7", 4242, age=0)
             protocol.commit(run, {"number": 2})
@@ -207,13 +209,9 @@ def test_a_commit_overtaken_by_another_commit_fails_and_leaves_that_commit(s3, p
     commit_run(output, 1, options)
     with pytest.raises(StorageError, match="another run committed"):
         with protocol.begin(output, options=options) as run:
-            with FileSystems.create(f"{run.folder}/a.txt") as handle:
-                handle.write(b"3")
+            write_run_files(run.folder, 3, ("a.txt",))
             # A partitioned holder's commit landing while this run ran (its files and its commit).
-            overtaking = run.paths.attempt("20000101T000000Z-0f0f0f0f")
-            for name in ("a.txt", "b.txt"):
-                with FileSystems.create(f"{overtaking}/{name}") as handle:
-                    handle.write(b"2")
+            write_run_files(run.paths.attempt("20000101T000000Z-0f0f0f0f"), 2)
             record = {"number": 2, "run": "runs/20000101T000000Z-0f0f0f0f", "files": ["a.txt", "b.txt"]}
             s3.put_object(Bucket=BUCKET, Key=f"{prefix}/out/csdata-run.json", Body=json.dumps(record).encode())
             protocol.commit(run, {"number": 3})
