@@ -46,13 +46,15 @@ demo: $(STAMP) $(WORDNET_STAMP)
 # module's fixtures are built once). A test running past TEST_TIMEOUT seconds (SERVICES_TIMEOUT
 # for the Flink and S3 tests, whose longest takes 4 to 6 min) fails with its stack.
 XDIST := -n auto --maxprocesses=4 --dist loadfile
+# Each run of the suite ends with its ten slowest tests (what to look at when the suite grows).
+SLOWEST := --durations=10
 TEST_TIMEOUT ?= 900
 SERVICES_TIMEOUT ?= 600
 
 # The whole suite, then the tests on the real Flink cluster and S3 server (which `services-test`
 # starts and stops).
 test: lint docs-check browser-deps
-	$(PY) -m pytest -m "not flink and not s3" $(XDIST) --timeout=$(TEST_TIMEOUT)
+	$(PY) -m pytest -m "not flink and not s3" $(XDIST) $(SLOWEST) --timeout=$(TEST_TIMEOUT)
 	$(MAKE) services-test
 
 # The readers of files other people made, fuzzed (tests/fuzz): `make test` runs 100 fixed cases
@@ -83,9 +85,9 @@ flink-down:
 S3_RESTART := tests/s3/test_s3_service.py::test_data_survives_a_restart
 services-test: $(STAMP) $(WORDNET_STAMP) flink-fetch s3-fetch
 	status=0; PYTHON=$(CURDIR)/$(PY) $(S3) up --fresh && PYTHON=$(CURDIR)/$(PY) $(FLINK) up \
-	  && $(PY) -m pytest -m "flink or s3" -n 2 --dist loadfile --timeout=$(SERVICES_TIMEOUT) \
+	  && $(PY) -m pytest -m "flink or s3" -n 2 --dist loadfile $(SLOWEST) --timeout=$(SERVICES_TIMEOUT) \
 	     tests/s3 tests/flink/test_flink_pipelines.py --deselect $(S3_RESTART) \
-	  && $(PY) -m pytest -m "flink or s3" --timeout=$(SERVICES_TIMEOUT) $(S3_RESTART) \
+	  && $(PY) -m pytest -m "flink or s3" $(SLOWEST) --timeout=$(SERVICES_TIMEOUT) $(S3_RESTART) \
 	     tests/flink/test_flink_faults.py \
 	  || status=$$?; \
 	PYTHON=$(CURDIR)/$(PY) $(FLINK) down; PYTHON=$(CURDIR)/$(PY) $(S3) down; exit $$status

@@ -45,6 +45,24 @@ FALLBACK_BEAM_VERSION = "2.62.0"
 FALLBACK_FLINK_VERSION = "1.19"
 REST_TIMEOUT = 5.0
 PROBE_TIMEOUT = 5.0   # asking Maven Central whether Beam's own job server is there
+# The options that Beam's Flink job server describes (its `DescribePipelineOptions`, 2.62) for
+# the Flink runner and that Beam's Python SDK does not define: the SDK learns them from the job
+# server only once that runs, so csdata's check of the command line (which refuses options nobody
+# knows, before any work) takes them for a run on a cluster.
+JOB_SERVER_OPTIONS = frozenset({
+    "allow_non_restored_state", "attached_mode", "auto_watermark_interval",
+    "checkpoint_timeout_millis", "checkpointing_interval", "checkpointing_mode", "disable_metrics",
+    "enable_stable_input_drain", "environment_expiration_millis", "execution_mode_for_batch",
+    "execution_retry_delay", "externalized_checkpoints_enabled", "fail_on_checkpointing_errors",
+    "faster_copy", "file_input_split_max_size_m_b", "finish_bundle_before_checkpointing",
+    "flink_conf_dir", "force_unaligned_checkpoint_enabled", "job_check_interval_in_secs",
+    "latency_tracking_interval", "load_balance_bundles", "max_bundle_size", "max_bundle_time_mills",
+    "min_pause_between_checkpoints", "num_concurrent_checkpoints", "number_of_execution_retries",
+    "object_reuse", "operator_chaining", "re_iterable_group_by_key_result",
+    "report_checkpoint_duration", "retain_externalized_checkpoints_on_cancellation", "savepoint_path",
+    "shutdown_sources_after_idle_ms", "state_backend", "state_backend_factory",
+    "state_backend_storage_path", "unaligned_checkpoint_enabled", "use_data_stream_for_batch",
+})
 
 
 def job_server_jar() -> Path:

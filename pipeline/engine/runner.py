@@ -280,12 +280,18 @@ def clear_output(output: str, tables: Sequence[str],
 # ---- checks before any work starts ---------------------------------------------------------------
 
 def check_beam_args(extra: Sequence[str]) -> None:
-    """Refuse options that neither csdata nor Beam knows (`--spce`), instead of Beam's warning."""
+    """Refuse options that neither csdata nor Beam knows (`--spce`), instead of Beam's warning.
+    On a Flink cluster, the options of Beam's Flink job server count as Beam's."""
     import argparse
 
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    from pipeline.engine.flink import JOB_SERVER_OPTIONS, flink_master
+
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    if flink_master(extra) is not None:
+        for name in JOB_SERVER_OPTIONS:
+            parser.add_argument(f"--{name}", nargs="?")   # a flag alone, or with its value
     pending = [PipelineOptions]
     while pending:
         cls = pending.pop()

@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.engine.flink import cluster_args, job_server_jar, option_value
 from pipeline.engine.flink_jobs import decode_varint, root_cause, user_counters
+from pipeline.engine.runner import check_beam_args
 from transforms.core.errors import UserError
 
 
@@ -238,3 +239,16 @@ def test_the_monitor_hands_the_jobs_counters_to_the_progress_line():
     finally:
         server.shutdown()
     assert progress.committed == [{"progress.articles.read": 7}]
+
+
+def test_the_flink_job_servers_own_options_are_accepted_for_a_cluster_only():
+    # Options Beam's Python SDK learns from the job server once it runs (Flink's restarts,
+    # object reuse as a bare flag): known before any work on a cluster, refused elsewhere.
+    cluster = ["--runner=FlinkRunner", "--flink_master=localhost:8081"]
+    check_beam_args([*cluster, "--number_of_execution_retries=0", "--object_reuse",
+                     "--execution_retry_delay", "5000"])
+    for args in (["--number_of_execution_retries=0"], ["--runner=FlinkRunner", "--object_reuse"]):
+        with pytest.raises(UserError, match=r"^unrecognized option --(number_of_execution_retries=0|object_reuse) "):
+            check_beam_args(args)
+    with pytest.raises(UserError, match="unrecognized option --numbr_of_execution_retries"):
+        check_beam_args([*cluster, "--numbr_of_execution_retries=0"])

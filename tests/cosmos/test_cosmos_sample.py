@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import tempfile
 from pathlib import Path
 
@@ -147,11 +148,17 @@ STORIES = [
 ]
 
 
+# The stories' input files of this test process, removed when it exits (a story read from a file
+# is read again from it by the sampling rounds, so the file outlives the call that wrote it).
+STORY_FILES = tempfile.TemporaryDirectory(prefix="csdata-sample-")
+
+
 def stories_from_file(stories: list[Story]) -> list[Story]:
     """The stories written to a JSONL input file and read back as `ReadStories` reads them (the
     sampling rounds read a round's chosen stories again from their file)."""
-    folder = Path(tempfile.mkdtemp(prefix="csdata-sample-"))
-    path = folder / "stories.jsonl"
+    handle, name = tempfile.mkstemp(suffix=".jsonl", dir=STORY_FILES.name)
+    os.close(handle)
+    path = Path(name)
     path.write_text("".join(json.dumps({"id": s.id, "blog_id": s.blog_id, "text": s.text}) + "\n"
                             for s in stories), encoding="utf-8")
     return list(read_stories_again(str(path), {s.id for s in stories}, load_spec("cosmos").input))
