@@ -78,14 +78,15 @@ flink-down:
 
 # Every Beam pipeline on the cluster and in process, compared row by row, inputs and outputs on
 # S3, and the faults each must survive (tests/flink, tests/s3). First the S3 test files beside the
-# cluster's pipeline tests (two xdist workers, a file per worker: the pipeline tests, one file, run
-# one after another, as each counts its job's records per TaskManager); then, alone, what takes a
+# cluster's pipeline tests (three xdist workers, a file per worker: the pipeline tests, one file,
+# run one after another, as each counts its job's records per TaskManager, while the S3 files share
+# the other two; the machine's CPU is half idle while a Flink job runs); then, alone, what takes a
 # server away: the S3 server's restart and the faults (TaskManagers killed, the S3 server stopped).
 # The cluster and the server are stopped whether the checks pass or not.
 S3_RESTART := tests/s3/test_s3_service.py::test_data_survives_a_restart
 services-test: $(STAMP) $(WORDNET_STAMP) flink-fetch s3-fetch
 	status=0; PYTHON=$(CURDIR)/$(PY) $(S3) up --fresh && PYTHON=$(CURDIR)/$(PY) $(FLINK) up \
-	  && $(PY) -m pytest -m "flink or s3" -n 2 --dist loadfile $(SLOWEST) --timeout=$(SERVICES_TIMEOUT) \
+	  && $(PY) -m pytest -m "flink or s3" -n 3 --dist loadfile $(SLOWEST) --timeout=$(SERVICES_TIMEOUT) \
 	     tests/s3 tests/flink/test_flink_pipelines.py --deselect $(S3_RESTART) \
 	  && $(PY) -m pytest -m "flink or s3" $(SLOWEST) --timeout=$(SERVICES_TIMEOUT) $(S3_RESTART) \
 	     tests/flink/test_flink_faults.py \
