@@ -83,36 +83,30 @@ def spec_sha256(spec: Any) -> str:
 def input_files(patterns: Iterable[str]) -> list[tuple[str, int]]:
     """(path, size) of every file a list of input patterns (files, directories, globs, gs://...)
     names, sorted by path; a pattern that matches nothing adds nothing."""
-    return input_files_with_times(patterns, times=False)
+    return [(path, size) for path, (size, _) in input_files_with_times(patterns)]
 
 
-def input_files_with_times(patterns: Iterable[str], times: bool = True) -> list[tuple[str, Any]]:
-    """`input_files`, each file's size with its modification time as `(size, time)` when
-    `times` (a local file's in ns, from the one `stat` that sizes it; a store's from its listing)."""
-    found: dict[str, Any] = {}
-
-    def local(path: str) -> Any:
-        stat = os.stat(path)
-        return (stat.st_size, stat.st_mtime_ns) if times else stat.st_size
-
+def input_files_with_times(patterns: Iterable[str]) -> list[tuple[str, tuple[int, Any]]]:
+    """`input_files` with each file's modification time, as `(path, (size, time))`: a local
+    file's in ns, from the one `stat` that sizes it; a store's from its listing."""
+    found: dict[str, tuple[int, Any]] = {}
     for pattern in patterns:
         if "://" in pattern:
             from apache_beam.io.filesystems import FileSystems
 
             for result in FileSystems.match([pattern]):
                 for meta in result.metadata_list:
-                    found[meta.path] = ((meta.size_in_bytes, meta.last_updated_in_seconds) if times
-                                        else meta.size_in_bytes)
+                    found[meta.path] = (meta.size_in_bytes, meta.last_updated_in_seconds)
             continue
         if os.path.isdir(pattern):
-            for root, _, names in os.walk(pattern):
-                for name in names:
-                    path = os.path.join(root, name)
-                    found[path] = local(path)
-            continue
-        for path in glob.glob(pattern) if not os.path.isfile(pattern) else [pattern]:
-            if os.path.isfile(path):
-                found[path] = local(path)
+            paths: Iterable[str] = (os.path.join(root, name) for root, _, names in os.walk(pattern)
+                                    for name in names)
+        else:
+            paths = (path for path in (glob.glob(pattern) if not os.path.isfile(pattern) else [pattern])
+                     if os.path.isfile(path))
+        for path in paths:
+            stat = os.stat(path)
+            found[path] = (stat.st_size, stat.st_mtime_ns)
     return sorted(found.items())
 
 
