@@ -87,6 +87,13 @@ class GoalCheck:
         return 1 if missed else 0
 
 
+def sdk_worker(command_line: str) -> bool:
+    """Whether a process's command line is a Python SDK worker: Beam's (`sdk_worker_main`) or
+    csdata's local runner's (`pipeline.engine.local_worker`), not the shell that starts one."""
+    return (("sdk_worker_main" in command_line or "pipeline.engine.local_worker" in command_line)
+            and not command_line.startswith("/bin/sh"))
+
+
 def n_rounds(n: int) -> str:
     """`1 round`, `3 rounds`: for a goal's name."""
     return f"{n} round{'' if n == 1 else 's'}"

@@ -81,7 +81,7 @@ from typing import Callable, Optional, Sequence
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench_common import Goal, GoalCheck, add_check_option, conclude, n_rounds, note_fallback  # noqa: E402
+from bench_common import Goal, GoalCheck, add_check_option, conclude, n_rounds, note_fallback, sdk_worker  # noqa: E402
 
 from pipeline.cli.main import quiet_beam_import_warning  # noqa: E402
 
@@ -378,9 +378,7 @@ def run_measured(command: list[str], log_path: str, poll: float = 0.2,
                 if pid not in kinds:
                     line = _cmdline(pid)
                     kinds[pid] = ("driver" if pid == process.pid else
-                                  "worker" if ("sdk_worker_main" in line or "pipeline.engine.local_worker" in line)
-                                  and not line.startswith("/bin/sh")
-                                  else "other")
+                                  "worker" if sdk_worker(line) else "other")
                 peaks[pid] = max(peaks.get(pid, 0), peak)
                 cpu[pid] = processes[pid][1]
             time.sleep(poll)

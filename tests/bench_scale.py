@@ -76,7 +76,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from bench_common import Goal, GoalCheck, add_check_option, conclude  # noqa: E402
+from bench_common import Goal, GoalCheck, add_check_option, conclude, sdk_worker  # noqa: E402
 from bench_flink import FLINK_SH, MASTER, cluster_cpu, cluster_up  # noqa: E402
 from bench_record import _cmdline, _processes, _tree  # noqa: E402
 from scale_corpus import (  # noqa: E402
@@ -282,7 +282,7 @@ def _kind(pid: int, driver: int, daemons: dict[int, str], under_driver: bool) ->
     line = _cmdline(pid)
     if line.startswith("/bin/sh"):   # the shell that starts a worker
         return "other"
-    if "sdk_worker_main" in line or "pipeline.engine.local_worker" in line:   # Beam's, or csdata's local one
+    if sdk_worker(line):
         return "SDK worker"
     if "csdata-sdk-worker" in line or "pipeline.engine.worker_boot" in line:
         return "SDK worker boot"     # starts the SDK worker of a Flink TaskManager and waits
