@@ -51,6 +51,7 @@ from data_specs.models import (
 from filters import cosmos as cosmos_filters
 from transforms.core.accounting import NAMESPACE, REJECTS, TALLIES, Reject
 from transforms.core.models.loading import load_spacy
+from transforms.core.models.zones import ZonedPipeline
 from transforms.core.resume.checkpoint import after_done
 from transforms.core.resume.memo import MemoizedModel, WorkLike, step_memo
 from transforms.core.stages import Ledger, Stage, route
@@ -235,14 +236,15 @@ def SplitSentences(sentences: SentencesSection, paragraph: ParagraphSection,  # 
     model, component, batch_size = sentences.model, sentences.component, sentences.batch_size
     long_sentence, max_words = paragraph.long_sentence, paragraph.max_words
 
-    def apply(nlp, stories: list[Story]) -> list:
-        limit = nlp.max_length
-        docs = iter(nlp.pipe([s.text for s in stories if len(s.text) <= limit], batch_size=batch_size))
-        return [SentencedStory(s, sentences_of(next(docs), long_sentence, max_words))
-                if len(s.text) <= limit else too_long(s, limit) for s in stories]
+    def apply(zoned: ZonedPipeline, stories: list[Story]) -> list:
+        limit = zoned.nlp.max_length
+        found = iter(zoned.map([s.text for s in stories if len(s.text) <= limit],
+                               lambda _, doc: sentences_of(doc, long_sentence, max_words), batch_size))
+        return [SentencedStory(s, next(found)) if len(s.text) <= limit else too_long(s, limit)
+                for s in stories]
 
     return BatchModel(SENTENCE_STAGE, repr(("spacy-sentences", model, component)),
-                      lambda: load_sentencizer(model, component), apply, lambda s: s.id,
+                      lambda: ZonedPipeline(load_sentencizer(model, component)), apply, lambda s: s.id,
                       sentences.min_stories_per_call, sentences.max_stories_per_call, shared_handle,
                       sentences_memo(work))
 

@@ -23,12 +23,12 @@ first.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from typing import Any, Optional, Sequence, Union
 
 from data_specs.models import AnnotatorSection, CorefSection
 from transforms.core.accounting import Reject
 from transforms.core.models.loading import load_spacy
+from transforms.core.models.zones import ZonedPipeline
 from transforms.record.annotate import STAGE
 from transforms.record.annotate.assemble import assemble_units, passage_mentions
 from transforms.record.annotate.coref import make_coreferencer
@@ -118,10 +118,8 @@ class SpacyAnnotator:
         self.coreferencer = make_coreferencer(coref, coref_rules)
         self.settings = settings or ("{}", "")
         self.min_passage_entities = min_passage_entities
-        # The distinct words seen outside memory zones, until they could fill spaCy's tokenizer
-        # cache (`_warm_split`); None once they could.
-        self._warm_words: Optional[set[str]] = set()
-        self._lock = threading.Lock()
+        # New words are freed after each call once the tokenizer cache could be warm.
+        self.zones = ZonedPipeline(self.nlp)
 
     def _too_long(self, article: Article) -> Optional[Reject]:
         limit = self.nlp.max_length
@@ -137,41 +135,10 @@ class SpacyAnnotator:
         texts annotated so far, which this call extends), goes through spaCy once."""
         found = {} if found is None else found
         unique = [text for text in dict.fromkeys(texts) if text not in found]
-        # The docs must not outlive the zone: they become plain `UnitAnnotation`s inside it. The
-        # lock: a worker's bundle threads share the annotator, and zones must not overlap.
-        with self._lock:
-            warm, zoned = self._warm_split(unique)
-            units = self._annotate_units(warm)
-            if zoned:
-                with self.nlp.memory_zone():
-                    units += self._annotate_units(zoned)
+        units = self.zones.map(unique, lambda text, doc: unit_annotation(doc, self.sentences, text),
+                               self.batch_size)
         found.update(zip(unique, units))
         return [found[text] for text in texts]
-
-    def _annotate_units(self, texts: Sequence[str]) -> list[UnitAnnotation]:
-        return [unit_annotation(doc, self.sentences, text)
-                for text, doc in zip(texts, self.nlp.pipe(texts, batch_size=self.batch_size))]
-
-    def _warm_split(self, texts: Sequence[str]) -> tuple[Sequence[str], Sequence[str]]:
-        """`texts` cut in two: those to run outside a spaCy memory zone, then those to run inside.
-
-        Inside a zone the strings and lexemes of new words are freed after the call (spaCy keeps
-        every new string otherwise, and a worker's memory grows with the corpus), but spaCy fills
-        its tokenizer cache only outside zones, and every word a zone frees is built again in the
-        next one. So a worker's first texts run outside zones until their distinct words could
-        fill the cache (`max_cache_size`, a fixed size): the cache and the vocabulary are then
-        warm, and what they keep is bounded by that size, not by the corpus.
-        """
-        seen = self._warm_words
-        if seen is None:
-            return (), texts
-        budget = self.nlp.tokenizer.max_cache_size
-        for i, text in enumerate(texts):
-            seen.update(text.split())
-            if len(seen) >= budget:
-                self._warm_words = None
-                return texts[: i + 1], texts[i + 1:]
-        return texts, ()
 
     def annotate_articles(self, articles: Sequence[Article]) -> list[Union[ArticleAnnotation, Reject]]:
         """Every unit of each article, in order; a `text_too_long` reject in place of an
