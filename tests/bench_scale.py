@@ -30,7 +30,10 @@ itself), in that order, on each runner. Each run reports:
   was already running (a TaskManager JVM) with the largest VmRSS polled during the run;
 * per kind of process (driver, SDK worker, SDK worker boot, job server, JobManager, TaskManager):
   how many there were, their CPU seconds (each process's as last polled, less what a daemon had
-  used before the run) and the largest one's peak RSS;
+  used before the run) and the largest one's peak RSS; for the TaskManagers also the largest heap
+  occupancy any garbage collection left during the run (their GC logs, services/flink/config.yaml):
+  an upper bound of what the job kept live on the JVM's heap (after a young collection the old
+  generation's garbage is still counted), where the RSS counts every heap page the JVM touched;
 * rows written to the command's main table (`queries`, `queries`, `paragraphs`) and items/s
   (items: the articles, triples or posts its first stage read), and a digest of each table's
   rows (order-free) in the JSON;
@@ -44,8 +47,11 @@ previous scale's (10x against 1x, 30x against 10x); wall time at each scale with
 growth from the first (10x within 11x of 1x). Real folder: whole against tenth, peak RSS of the
 largest process within 1.25x and wall within 11x; every run exits 0; the main table's rows
 identical in process and on Flink for the same input (when both run). The cluster is started
-with services/flink/flink.sh when `flink` is asked for and none answers, and stopped at the end
-(failed or not) when this script started it. Markdown tables go to stdout, every figure to
+with services/flink/flink.sh when `flink` is asked for and none answers, started again before
+each Flink run (so a TaskManager's peak is that run's, not what an earlier run left touched; the
+cluster's logs so far are first copied to the work folder, `flink-logs-N`), and stopped at the end
+(failed or not) when this script started it; a cluster that was already up is used as it is
+(each run's `fresh_cluster` in the JSON says which). Markdown tables go to stdout, every figure to
 `--json` (out/bench-scale.json).
 
     .venv/bin/python tests/bench_scale.py [--scales 1,10,30] [--runners local,flink] [--base 550,300]
@@ -70,7 +76,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -140,6 +146,7 @@ class Run:
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)   # {table: {rows, digest}}
     log: str = ""
     flink: Optional[dict[str, Any]] = None
+    fresh_cluster: Optional[bool] = None   # on Flink: whether the cluster was started for this run
 
     @property
     def items_per_s(self) -> float:
@@ -258,6 +265,29 @@ def cluster_daemons() -> dict[int, str]:
         role = next((r for key, r in roles.items() if key in pid_file.name), "cluster daemon")
         found.update({int(line): role for line in pid_file.read_text().split() if line.strip()})
     return found
+
+
+# A garbage collection's line in a TaskManager's GC log: heap before -> after (committed).
+GC_HEAP = re.compile(r"(\d+)M->(\d+)M\((\d+)M\)")
+
+
+def gc_logs() -> dict[Path, int]:
+    """{path: size} of the cluster's TaskManager GC logs (services/flink/config.yaml), the
+    JVM's rotated ones (`.log.0` ...) included."""
+    return {path: path.stat().st_size
+            for path in (cache_dir() / "flink-cluster" / "log").glob("taskmanager-gc-*.log*")}
+
+
+def heap_after_gc_mib(before: dict[Path, int]) -> float:
+    """The largest heap occupancy a collection left in any TaskManager since `before`
+    (`gc_logs()` then; a file the JVM has since rotated is read whole); 0 when none was logged."""
+    largest = 0
+    for path, size in gc_logs().items():
+        with path.open("rb") as log:
+            log.seek(before.get(path, 0) if before.get(path, 0) <= size else 0)
+            text = log.read().decode("ascii", "replace")
+        largest = max([largest, *(int(m.group(2)) for m in GC_HEAP.finditer(text))])
+    return float(largest)
 
 
 def _memory_kb(pid: int) -> tuple[int, int]:
@@ -442,6 +472,7 @@ def measure(scale: Scale, runner: str, command: str, inputs: dict[str, Any], out
     """Run one command on one runner and measure it."""
     daemons = cluster_daemons() if runner == "flink" else {}
     cluster_before = _cluster_cpu(daemons)
+    gc_before = gc_logs() if runner == "flink" else {}
     log_path = output.parent / f"{output.name}.log"
     argv = command_line(command, inputs, output, runner, workers)
     measured = run_measured(argv, log_path, daemons)
@@ -457,6 +488,9 @@ def measure(scale: Scale, runner: str, command: str, inputs: dict[str, Any], out
         largest = max(peaks, key=lambda k: peaks[k])
         run.peak_mib, run.peak_process = peaks[largest] / 1024, largest
     run.kinds = by_kind(measured)
+    heap = heap_after_gc_mib(gc_before) if runner == "flink" else 0.0
+    if heap and "TaskManager" in run.kinds:
+        run.kinds["TaskManager"]["heap_after_gc_mib"] = heap
     run.peaks_mib = {kind: entry["peak_mib"] for kind, entry in run.kinds.items()}
     stage, run.unit, table = MEASURES[command]
     summary_path = output / "summary.json"
@@ -499,14 +533,16 @@ def markdown(runs: Sequence[Run]) -> str:
 
 def markdown_kinds(runs: Sequence[Run]) -> str:
     """Per run and kind of process: processes, CPU s, the largest one's peak RSS; and the exit code."""
-    lines = ["| scale | runner | command | exit | kind of process | processes | CPU s (polled) | peak RSS MiB |",
-             "|---:|---|---|---:|---|---:|---:|---:|"]
+    lines = ["| scale | runner | command | exit | kind of process | processes | CPU s (polled) | peak RSS MiB "
+             "| JVM heap after GC, MiB |",
+             "|---:|---|---|---:|---|---:|---:|---:|---:|"]
     for r in runs:
         if not r.kinds:
-            lines.append(f"| {scale_label(r.scale)} | {r.runner} | {r.command} | {r.code} | | | | |")
+            lines.append(f"| {scale_label(r.scale)} | {r.runner} | {r.command} | {r.code} | | | | | |")
         for kind, entry in r.kinds.items():
+            heap = f"{entry['heap_after_gc_mib']:.0f}" if "heap_after_gc_mib" in entry else ""
             lines.append(f"| {scale_label(r.scale)} | {r.runner} | {r.command} | {r.code} | {kind} "
-                         f"| {entry['processes']:.0f} | {entry['cpu_s']:.1f} | {entry['peak_mib']:.0f} |")
+                         f"| {entry['processes']:.0f} | {entry['cpu_s']:.1f} | {entry['peak_mib']:.0f} | {heap} |")
     return "\n".join(lines)
 
 
@@ -578,7 +614,8 @@ def check_real_goals(runs: Sequence[Run], commands: Sequence[str], runners: Sequ
                 goals.measured(goal, float(local.digest == flink.digest))
 
 
-def run_generated(args: argparse.Namespace, workdir: Path, runs: list[Run]) -> None:
+def run_generated(args: argparse.Namespace, workdir: Path, runs: list[Run],
+                  fresh_cluster: Callable[[], Optional[bool]]) -> None:
     """1x, 10x, 30x ... the corpus of tests/scale_corpus.py, each runner, the three commands."""
     articles, blogs = args.base
     for scale in args.scales:
@@ -593,7 +630,12 @@ def run_generated(args: argparse.Namespace, workdir: Path, runs: list[Run]) -> N
                 if command == "record filter" and runs[-1].code != 0:
                     runs.append(Run(scale, runner, command, -1, log="not run: record generate failed"))
                     continue
+                fresh = fresh_cluster() if runner == "flink" else None
+                if fresh is False:
+                    runs.append(Run(scale, runner, command, -1, log="not run: the cluster did not come up again"))
+                    continue
                 run = measure(scale, runner, command, inputs, output, args.workers)
+                run.fresh_cluster = fresh
                 runs.append(run)
                 inputs["generated"] = output
                 print(f"  {runner} {command}: exit {run.code}, {run.wall:.1f} s, {run.peak_mib:.0f} MiB",
@@ -602,7 +644,8 @@ def run_generated(args: argparse.Namespace, workdir: Path, runs: list[Run]) -> N
             shutil.rmtree(workdir / f"{scale}x")
 
 
-def run_real(folders: Sequence[RealFolder], args: argparse.Namespace, workdir: Path, runs: list[Run]) -> None:
+def run_real(folders: Sequence[RealFolder], args: argparse.Namespace, workdir: Path, runs: list[Run],
+             fresh_cluster: Callable[[], Optional[bool]]) -> None:
     """A tenth of each real folder, then the whole of it, on each runner."""
     for scale in REAL_SCALES:
         for runner in args.runners:
@@ -610,13 +653,28 @@ def run_real(folders: Sequence[RealFolder], args: argparse.Namespace, workdir: P
                 inputs: dict[str, Any] = {real.option: real.folder(scale), "url_lists": args.url_list}
                 output = workdir / scale / f"{runner}-{real.command.replace(' ', '-')}"
                 output.parent.mkdir(parents=True, exist_ok=True)
+                fresh = fresh_cluster() if runner == "flink" else None
+                if fresh is False:
+                    runs.append(Run(scale, runner, real.command, -1,
+                                    log="not run: the cluster did not come up again"))
+                    continue
                 run = measure(scale, runner, real.command, inputs, output, args.workers)
+                run.fresh_cluster = fresh
                 run.input_files = real.count(scale)
                 runs.append(run)
                 print(f"  {scale} {runner} {real.command} ({run.input_files:,} files): exit {run.code}, "
                       f"{run.wall:.1f} s, {run.peak_mib:.0f} MiB", file=sys.stderr, flush=True)
                 if not args.keep and not run.code:   # digests taken; a failed run's output stays
                     shutil.rmtree(output, ignore_errors=True)
+
+
+def restart_cluster(keep_logs: Path) -> bool:
+    """Copy the cluster's logs to `keep_logs`, stop the cluster this script started and start it
+    again (fresh JVMs, logs and config); whether it came up."""
+    shutil.copytree(cache_dir() / "flink-cluster" / "log", keep_logs, dirs_exist_ok=True)
+    env = {**os.environ, "PYTHON": sys.executable}
+    subprocess.run([FLINK_SH, "down"], check=False, env=env)
+    return subprocess.run([FLINK_SH, "up"], check=False, env=env).returncode == 0
 
 
 def command_list(text: str) -> list[str]:
@@ -690,10 +748,20 @@ def main() -> None:
         if "flink" in args.runners and not cluster_up():
             subprocess.run([FLINK_SH, "up"], check=True, env={**os.environ, "PYTHON": sys.executable})
             started = True
+        flink_runs = 0
+
+        def fresh_cluster() -> Optional[bool]:
+            """Before a Flink run: whether it gets a cluster started for it (None: the user's)."""
+            nonlocal flink_runs
+            flink_runs += 1
+            if not started:
+                return None
+            return flink_runs == 1 or restart_cluster(workdir / f"flink-logs-{flink_runs - 1}")
+
         if real_mode:
-            run_real(folders, args, workdir, runs)
+            run_real(folders, args, workdir, runs, fresh_cluster)
         else:
-            run_generated(args, workdir, runs)
+            run_generated(args, workdir, runs, fresh_cluster)
     finally:
         if started:
             subprocess.run([FLINK_SH, "down"], check=False, env={**os.environ, "PYTHON": sys.executable})

@@ -116,7 +116,7 @@ up() {
   fetch_flink
   rm -rf "$CLUSTER" && mkdir -p "$CLUSTER/conf" "$CLUSTER/log"
   cp "$FLINK_HOME"/conf/log4j*.properties "$FLINK_HOME"/conf/logback*.xml "$CLUSTER/conf/"
-  sed -e "s/@REST_PORT@/$REST_PORT/; s/@RPC_PORT@/$RPC_PORT/; s:@TMP@:$CLUSTER/tmp:" \
+  sed -e "s/@REST_PORT@/$REST_PORT/; s/@RPC_PORT@/$RPC_PORT/; s:@TMP@:$CLUSTER/tmp:; s:@LOG@:$CLUSTER/log:" \
     "$HERE/config.yaml" > "$CLUSTER/conf/config.yaml"
   flink_env
   "$FLINK_HOME/bin/jobmanager.sh" start >/dev/null

@@ -2,9 +2,12 @@
 sentences stay the same (the ReCoRD annotator's own zone tests are in tests/record/test_annotate.py)."""
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 
 import apache_beam as beam
+import pytest
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.utils import shared
 
@@ -45,7 +48,7 @@ def test_zones_free_the_new_words_and_split_as_before():
 def test_the_first_texts_run_outside_zones_until_their_words_could_fill_the_cache():
     zoned = sentencizer()
     zoned.nlp.tokenizer.max_cache_size = 20
-    # 11 distinct words, then 14 more ("the" is seen): the cache could be full after the second text.
+    # 11 distinct words, then 13 more ("on" and "the" are seen): the cache could be full after the second text.
     assert zoned.map(TEXTS, read, 64) == SENTENCES
     strings = zoned.nlp.vocab.strings
     assert "Bramblewhisk" in strings and "Quentorby" in strings    # outside a zone: kept
@@ -54,22 +57,52 @@ def test_the_first_texts_run_outside_zones_until_their_words_could_fill_the_cach
     assert "Wobblecrest" not in strings                            # every later call: zoned
 
 
-def test_threads_sharing_one_pipeline_get_their_own_results():
-    zoned = sentencizer()
-    zoned.nlp.tokenizer.max_cache_size = 1
+class CountingNlp:
+    """A stand-in for a spaCy pipeline that records how many memory zones are open at once and
+    holds each `pipe` call until another thread could have entered."""
+
+    class Tokenizer:
+        max_cache_size = 0                  # every call runs in a zone
+
+    tokenizer = Tokenizer()
+
+    def __init__(self) -> None:
+        self.open = self.most_open = 0
+        self.entered = threading.Event()
+
+    @contextlib.contextmanager
+    def memory_zone(self):
+        self.open += 1
+        self.most_open = max(self.most_open, self.open)
+        try:
+            yield
+        finally:
+            self.open -= 1
+
+    def pipe(self, texts, batch_size):
+        self.entered.set()
+        time.sleep(0.05)                    # the other threads are started and waiting by now
+        return [text.upper() for text in texts]
+
+
+def test_threads_sharing_one_pipeline_never_overlap_zones():
+    nlp = CountingNlp()
+    zoned = ZonedPipeline(nlp)
     results: dict[int, list] = {}
 
     def run(i: int) -> None:
-        results[i] = [zoned.map([TEXTS[i]], read, 64)[0] for _ in range(20)]
+        results[i] = zoned.map([f"text {i}", f"more {i}"], lambda _, doc: doc, 64)
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(3)]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert results == {i: [SENTENCES[i]] * 20 for i in range(3)}
+    assert nlp.entered.is_set() and nlp.most_open == 1
+    assert results == {i: [f"TEXT {i}", f"MORE {i}"] for i in range(4)}
 
 
+@pytest.mark.slow
 def test_split_sentences_gives_the_hand_split_sentences_in_a_pipeline():
     spec = load_spec("cosmos")
     stories = [Story(f"blog{i}:0", f"blog{i}", text, f"blog{i}.xml post 1") for i, text in enumerate(TEXTS)]
