@@ -49,7 +49,8 @@ largest process within 1.25x and wall within 11x; every run exits 0; the main ta
 identical in process and on Flink for the same input (when both run). The cluster is started
 with services/flink/flink.sh when `flink` is asked for and none answers, started again before
 each Flink run (so a TaskManager's peak is that run's, not what an earlier run left touched; the
-cluster's logs so far are first copied to the work folder, `flink-logs-N`), and stopped at the end
+cluster's logs so far are first copied to the work folder, `flink-logs-N`, kept with --keep or
+when a run failed), and stopped at the end
 (failed or not) when this script started it; a cluster that was already up is used as it is
 (each run's `fresh_cluster` in the JSON says which). Markdown tables go to stdout, every figure to
 `--json` (out/bench-scale.json).
@@ -671,7 +672,10 @@ def run_real(folders: Sequence[RealFolder], args: argparse.Namespace, workdir: P
 def restart_cluster(keep_logs: Path) -> bool:
     """Copy the cluster's logs to `keep_logs`, stop the cluster this script started and start it
     again (fresh JVMs, logs and config); whether it came up."""
-    shutil.copytree(cache_dir() / "flink-cluster" / "log", keep_logs, dirs_exist_ok=True)
+    try:
+        shutil.copytree(cache_dir() / "flink-cluster" / "log", keep_logs, dirs_exist_ok=True)
+    except OSError as error:   # the logs are a help, not a figure: the bench goes on
+        print(f"could not keep the cluster's logs: {error}", file=sys.stderr)
     env = {**os.environ, "PYTHON": sys.executable}
     subprocess.run([FLINK_SH, "down"], check=False, env=env)
     return subprocess.run([FLINK_SH, "up"], check=False, env=env).returncode == 0

@@ -62,7 +62,7 @@ class CountingNlp:
     holds each `pipe` call until another thread could have entered."""
 
     class Tokenizer:
-        max_cache_size = 0                  # every call runs in a zone
+        max_cache_size = 0                  # zones from the first call's second text on
 
     tokenizer = Tokenizer()
 
