@@ -50,8 +50,7 @@ identical in process and on Flink for the same input (when both run). The cluste
 with services/flink/flink.sh when `flink` is asked for and none answers, started again before
 each Flink run (so a TaskManager's peak is that run's, not what an earlier run left touched; the
 cluster's logs so far are first copied to the work folder, `flink-logs-N`, kept with --keep or
-when a run failed), and stopped at the end
-(failed or not) when this script started it; a cluster that was already up is used as it is
+when a run failed), and stopped at the end (failed or not) when this script started it; a cluster that was already up is used as it is
 (each run's `fresh_cluster` in the JSON says which). Markdown tables go to stdout, every figure to
 `--json` (out/bench-scale.json).
 
@@ -469,8 +468,12 @@ def by_kind(measured: Measured) -> dict[str, dict[str, float]]:
 
 
 def measure(scale: Scale, runner: str, command: str, inputs: dict[str, Any], output: Path,
-            workers: int) -> Run:
-    """Run one command on one runner and measure it."""
+            workers: int, fresh_cluster: Callable[[], Optional[bool]] = lambda: None) -> Run:
+    """Run one command on one runner and measure it; on Flink, `fresh_cluster()` first (whether
+    the run gets a cluster started for it; False: it did not come up, and the command is not run)."""
+    fresh = fresh_cluster() if runner == "flink" else None
+    if fresh is False:
+        return Run(scale, runner, command, -1, log="not run: the cluster did not come up again")
     daemons = cluster_daemons() if runner == "flink" else {}
     cluster_before = _cluster_cpu(daemons)
     gc_before = gc_logs() if runner == "flink" else {}
@@ -478,7 +481,7 @@ def measure(scale: Scale, runner: str, command: str, inputs: dict[str, Any], out
     argv = command_line(command, inputs, output, runner, workers)
     measured = run_measured(argv, log_path, daemons)
     code = measured.code
-    run = Run(scale, runner, command, code, measured.wall, measured.cpu, log=str(log_path))
+    run = Run(scale, runner, command, code, measured.wall, measured.cpu, log=str(log_path), fresh_cluster=fresh)
     if runner == "flink":
         time.sleep(2)   # the finished job's workers are reaped by their TaskManagers
         after = _cluster_cpu(daemons)
@@ -631,12 +634,7 @@ def run_generated(args: argparse.Namespace, workdir: Path, runs: list[Run],
                 if command == "record filter" and runs[-1].code != 0:
                     runs.append(Run(scale, runner, command, -1, log="not run: record generate failed"))
                     continue
-                fresh = fresh_cluster() if runner == "flink" else None
-                if fresh is False:
-                    runs.append(Run(scale, runner, command, -1, log="not run: the cluster did not come up again"))
-                    continue
-                run = measure(scale, runner, command, inputs, output, args.workers)
-                run.fresh_cluster = fresh
+                run = measure(scale, runner, command, inputs, output, args.workers, fresh_cluster)
                 runs.append(run)
                 inputs["generated"] = output
                 print(f"  {runner} {command}: exit {run.code}, {run.wall:.1f} s, {run.peak_mib:.0f} MiB",
@@ -654,13 +652,7 @@ def run_real(folders: Sequence[RealFolder], args: argparse.Namespace, workdir: P
                 inputs: dict[str, Any] = {real.option: real.folder(scale), "url_lists": args.url_list}
                 output = workdir / scale / f"{runner}-{real.command.replace(' ', '-')}"
                 output.parent.mkdir(parents=True, exist_ok=True)
-                fresh = fresh_cluster() if runner == "flink" else None
-                if fresh is False:
-                    runs.append(Run(scale, runner, real.command, -1,
-                                    log="not run: the cluster did not come up again"))
-                    continue
-                run = measure(scale, runner, real.command, inputs, output, args.workers)
-                run.fresh_cluster = fresh
+                run = measure(scale, runner, real.command, inputs, output, args.workers, fresh_cluster)
                 run.input_files = real.count(scale)
                 runs.append(run)
                 print(f"  {scale} {runner} {real.command} ({run.input_files:,} files): exit {run.code}, "

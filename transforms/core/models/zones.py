@@ -3,9 +3,9 @@
 spaCy keeps the string and the lexeme of every new word it meets in its vocabulary for the life
 of the pipeline, so a worker that annotates a corpus grows with the corpus' vocabulary (on real
 blog posts, en_core_web_sm's `senter` kept 107,000 new strings over 20,000 posts, and its process
-grew 89 MiB and kept growing). Inside `nlp.memory_zone()` the
-words first seen in the zone are freed when it ends, and every doc made inside becomes invalid:
-callers turn each doc into plain values inside the call.
+grew 89 MiB and kept growing). Inside `nlp.memory_zone()` the words first seen in the zone are
+freed when it ends, and every doc made inside becomes invalid: callers turn each doc into plain
+values inside the call.
 """
 from __future__ import annotations
 
