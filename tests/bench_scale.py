@@ -473,7 +473,8 @@ def measure(scale: Scale, runner: str, command: str, inputs: dict[str, Any], out
     the run gets a cluster started for it; False: it did not come up, and the command is not run)."""
     fresh = fresh_cluster() if runner == "flink" else None
     if fresh is False:
-        return Run(scale, runner, command, -1, log="not run: the cluster did not come up again")
+        return Run(scale, runner, command, -1, log="not run: the cluster did not come up again",
+                   fresh_cluster=False)
     daemons = cluster_daemons() if runner == "flink" else {}
     cluster_before = _cluster_cpu(daemons)
     gc_before = gc_logs() if runner == "flink" else {}
@@ -637,8 +638,8 @@ def run_generated(args: argparse.Namespace, workdir: Path, runs: list[Run],
                 run = measure(scale, runner, command, inputs, output, args.workers, fresh_cluster)
                 runs.append(run)
                 inputs["generated"] = output
-                print(f"  {runner} {command}: exit {run.code}, {run.wall:.1f} s, {run.peak_mib:.0f} MiB",
-                      file=sys.stderr, flush=True)
+                print(f"  {runner} {command}: exit {run.code}, {run.wall:.1f} s, {run.peak_mib:.0f} MiB"
+                      + (f" ({run.log})" if run.code == -1 else ""), file=sys.stderr, flush=True)
         if not args.keep and not any(r.code for r in runs):   # logs are kept when a run failed
             shutil.rmtree(workdir / f"{scale}x")
 
@@ -656,7 +657,8 @@ def run_real(folders: Sequence[RealFolder], args: argparse.Namespace, workdir: P
                 run.input_files = real.count(scale)
                 runs.append(run)
                 print(f"  {scale} {runner} {real.command} ({run.input_files:,} files): exit {run.code}, "
-                      f"{run.wall:.1f} s, {run.peak_mib:.0f} MiB", file=sys.stderr, flush=True)
+                      f"{run.wall:.1f} s, {run.peak_mib:.0f} MiB" + (f" ({run.log})" if run.code == -1 else ""),
+                      file=sys.stderr, flush=True)
                 if not args.keep and not run.code:   # digests taken; a failed run's output stays
                     shutil.rmtree(output, ignore_errors=True)
 
@@ -669,7 +671,8 @@ def restart_cluster(keep_logs: Path) -> bool:
     except OSError as error:   # the logs are a help, not a figure: the bench goes on
         print(f"could not keep the cluster's logs: {error}", file=sys.stderr)
     env = {**os.environ, "PYTHON": sys.executable}
-    subprocess.run([FLINK_SH, "down"], check=False, env=env)
+    if subprocess.run([FLINK_SH, "down"], check=False, env=env).returncode != 0:
+        return False   # `up` would answer "already running" with the old JVMs
     return subprocess.run([FLINK_SH, "up"], check=False, env=env).returncode == 0
 
 
