@@ -17,6 +17,11 @@ is all a user adds, and csdata fills in what Beam's defaults get wrong without D
 - `--experiments=pre_optimize=all`: the graph is fused by Beam's Python SDK, not by the job
   server (whose fuser fails on a Flatten of a Flatten).
 - `--job_name`: a unique `csdata-...`, by which the driver finds its job on the cluster.
+- `--environment_cache_millis`, where the cluster carries Beam's runner in its own class path
+  (csdata's cluster does; its configuration names the version, `csdata.beam-runner-version`,
+  and the job goes to a job server of that version): a job's Python workers serve all its
+  stages, kept 10 s for the next one, or at most half the cluster's first restart delay
+  (`pipeline.engine.flink_config`). Elsewhere Beam boots new workers for each stage.
 
 Whatever the user passes wins. The cluster's REST API (the `--flink_master` address) answers
 the slot count before any work starts, and the job's progress and outcome while it runs.
@@ -30,8 +35,9 @@ import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
+from pipeline.engine.flink_config import beam_runner_version, environment_cache_millis
 from transforms.core.cache import cache_dir
 from transforms.core.errors import UserError
 
@@ -44,6 +50,7 @@ BOOT_COMMAND = "csdata-sdk-worker"
 FALLBACK_BEAM_VERSION = "2.62.0"
 FALLBACK_FLINK_VERSION = "1.19"
 REST_TIMEOUT = 5.0
+PREFLIGHT_TRIES = 3   # REST reads before a run, each up to REST_TIMEOUT
 PROBE_TIMEOUT = 5.0   # asking Maven Central whether Beam's own job server is there
 # The options that Beam's Flink job server describes (its `DescribePipelineOptions`, 2.62) for
 # the Flink runner and that Beam's Python SDK does not define: the SDK learns them from the job
@@ -65,9 +72,10 @@ JOB_SERVER_OPTIONS = frozenset({
 })
 
 
-def job_server_jar() -> Path:
-    """Where `services/flink/flink.sh fetch` puts the fallback job server's launcher jar."""
-    return cache_dir() / f"beam-flink-job-server-{FALLBACK_BEAM_VERSION}" / "job-server.jar"
+def job_server_jar(beam_version: str = FALLBACK_BEAM_VERSION) -> Path:
+    """Where `services/flink/flink.sh fetch` puts the launcher jar of the job server it assembles
+    for Flink 1.19 (the fallback's Beam version, or `CSDATA_BEAM_RUNNER_VERSION`)."""
+    return cache_dir() / f"beam-flink-job-server-{beam_version}" / "job-server.jar"
 
 
 def option_value(args: Sequence[str], name: str) -> Optional[str]:
@@ -108,10 +116,29 @@ def rest_url(master: str) -> str:
     return master.rstrip("/") if "://" in master else f"http://{master.rstrip('/')}"
 
 
-def rest_get(master: str, path: str, timeout: float = REST_TIMEOUT) -> Any:
-    """GET a path of the cluster's REST API, as JSON."""
-    with urllib.request.urlopen(f"{rest_url(master)}{path}", timeout=timeout) as response:
+def rest_get(master: str, path: str, timeout: Optional[float] = None) -> Any:
+    """GET a path of the cluster's REST API, as JSON (waiting up to `REST_TIMEOUT` by default)."""
+    with urllib.request.urlopen(f"{rest_url(master)}{path}", timeout=timeout or REST_TIMEOUT) as response:
         return json.load(response)
+
+
+def timed_out(error: BaseException) -> bool:
+    """Whether a REST call failed by timing out (a busy JobManager), not by an answer or a refusal."""
+    reason = getattr(error, "reason", error)
+    return isinstance(reason, TimeoutError) or "timed out" in str(reason)
+
+
+def rest_get_patiently(master: str, path: str, tries: int = PREFLIGHT_TRIES) -> Any:
+    """`rest_get`, asked again when it times out: before a run, a JobManager busy with other
+    jobs (a submission, a collection) may answer late, and a late answer is still the answer."""
+    attempt = 1
+    while True:
+        try:
+            return rest_get(master, path)
+        except (urllib.error.URLError, OSError) as error:
+            if attempt >= tries or isinstance(error, urllib.error.HTTPError) or not timed_out(error):
+                raise
+            attempt += 1
 
 
 def total_slots(master: str) -> int:
@@ -120,7 +147,7 @@ def total_slots(master: str) -> int:
     on the few that happened to be free when it was submitted. A one-line UserError when its
     REST API does not answer or it has no slot at all."""
     try:
-        overview = rest_get(master, "/overview")
+        overview = rest_get_patiently(master, "/overview")
     except (urllib.error.URLError, OSError, ValueError) as error:
         reason = getattr(error, "reason", error)
         raise UserError(f"--flink_master {master}: no Flink REST API answers there ({reason}); "
@@ -135,7 +162,7 @@ def total_slots(master: str) -> int:
 def cluster_flink_version(master: str) -> Optional[str]:
     """The cluster's Flink version as `major.minor` (REST `/config`), None when it does not say."""
     try:
-        version = str(rest_get(master, "/config").get("flink-version", ""))
+        version = str(rest_get_patiently(master, "/config").get("flink-version", ""))
     except (urllib.error.URLError, OSError, ValueError):
         return None
     parts = version.split(".")
@@ -173,9 +200,25 @@ def beam_can_get(url: str, jar_cache: Optional[str] = None) -> bool:
         return False
 
 
-def job_server_args(args: Sequence[str], master: str) -> list[str]:
-    """`--flink_version` and, where Beam cannot get its own job server, csdata's fallback
-    (see the module docstring); nothing where the user names a job server or endpoint."""
+def cluster_config(master: str) -> dict[str, str]:
+    """The cluster's configuration (REST `/jobmanager/config`) as key -> value; {} where the
+    REST API has no such report. A one-line UserError where it does not answer: guessing could
+    pick a job server whose classes clash with the cluster's."""
+    try:
+        entries = rest_get_patiently(master, "/jobmanager/config")
+    except urllib.error.HTTPError:
+        return {}
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        raise UserError(f"--flink_master {master}: its REST API did not say its configuration "
+                        f"({getattr(error, 'reason', error)}); try again, or pass --flink_job_server_jar") from None
+    return {str(e["key"]): str(e.get("value", "")) for e in entries if isinstance(e, dict) and "key" in e} \
+        if isinstance(entries, list) else {}
+
+
+def job_server_args(args: Sequence[str], master: str, config: Mapping[str, str]) -> list[str]:
+    """`--flink_version` and, where Beam cannot get its own job server or the cluster carries
+    the runner of csdata's fallback, that fallback (see the module docstring); nothing where the
+    user names a job server or endpoint."""
     if any(option_value(args, name) is not None
            for name in ("flink_job_server_jar", "job_endpoint")) or "--flink_submit_uber_jar" in args:
         return []
@@ -191,6 +234,18 @@ def job_server_args(args: Sequence[str], master: str) -> list[str]:
             added.append(f"--flink_version={version}")
     version = version or beam_flink_versions()[-1]
     url = beam_job_server(version)
+    carried = beam_runner_version(config)
+    if carried is not None:
+        # The cluster's own Beam classes run the job: its job server must be of that version.
+        assembled = job_server_jar(carried)
+        if version == FALLBACK_FLINK_VERSION and assembled.is_file():
+            return [*added, f"--flink_job_server_jar={assembled}"]
+        if carried == installed_beam_version() and beam_can_get(url, option_value(args, "jar_cache_dir")):
+            return added
+        raise UserError(f"--flink_master {master} runs Beam {carried}'s Flink runner from its own class "
+                        f"path, and no job server of Beam {carried} for Flink {version} is here: pass "
+                        f"--flink_job_server_jar (or run `CSDATA_BEAM_RUNNER_VERSION={carried} make "
+                        "flink-fetch` for csdata's cluster)")
     if beam_can_get(url, option_value(args, "jar_cache_dir")):
         return added
     jar = job_server_jar()
@@ -203,6 +258,13 @@ def job_server_args(args: Sequence[str], master: str) -> list[str]:
                         f"in {jar.parent}: run `make flink-fetch` once (it needs Maven), or pass "
                         "--flink_job_server_jar")
     return [*added, f"--flink_job_server_jar={jar}"]
+
+
+def installed_beam_version() -> str:
+    """The version of the Beam Python SDK this process runs."""
+    import apache_beam
+
+    return str(apache_beam.__version__)
 
 
 def boot_command() -> Path:
@@ -230,12 +292,15 @@ def cluster_args(args: Sequence[str]) -> list[str]:
             added.append(f"--environment_options=process_command={boot}")
     if option_value(args, "parallelism") is None:
         added.append(f"--parallelism={total_slots(master)}")
-    added.extend(job_server_args(args, master))
+    config = cluster_config(master)
+    added.extend(job_server_args(args, master, config))
     if not any(a.startswith("--experiments=pre_optimize=") for a in args):
         # Fuse on the Python side: the job server's own fuser rejects a Flatten that reads
         # another Flatten's output ("PCollectionNodes ... were consumed but never produced"),
         # which csdata's summaries do (the stage tallies flattened, then with a start marker).
         added.append("--experiments=pre_optimize=all")
+    if option_value(args, "environment_cache_millis") is None and beam_runner_version(config) is not None:
+        added.append(f"--environment_cache_millis={environment_cache_millis(config)}")
     if option_value(args, "job_name") is None:   # how the driver finds its job on the cluster
         added.append(f"--job_name=csdata-{uuid.uuid4().hex[:12]}")
     return [*args, *added]

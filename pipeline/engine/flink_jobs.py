@@ -4,6 +4,7 @@ worker error in one line, and its cancellation when the driver is interrupted or
 the cluster's REST API (`pipeline.engine.flink.rest_get`)."""
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import signal
@@ -157,7 +158,7 @@ class JobMonitor:
                               file=sys.stderr, flush=True)
                     continue
                 self._update()
-            except (OSError, ValueError, KeyError):
+            except (OSError, ValueError, KeyError, http.client.HTTPException):
                 continue   # the REST API is busy or restarting: the next poll tries again
 
     def _update(self) -> None:

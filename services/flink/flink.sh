@@ -6,7 +6,8 @@
 #   flink.sh fetch   Flink's distribution (PyPI wheels, unpacked) and the job server class path
 #                    (Maven) into the cache; offline after the first time
 #   flink.sh up      a JobManager (REST and web UI on localhost:8081) and two TaskManagers with
-#                    two slots each; returns once both TaskManagers are registered. A watchdog
+#                    two slots each, Beam's Flink runner (the fetched job server's version) in
+#                    their class path; returns once both TaskManagers are registered. A watchdog
 #                    starts a new TaskManager when one dies, as a cluster manager (Kubernetes,
 #                    YARN) would, so that a job that lost one restarts (config.yaml's restart
 #                    strategy) on the same number of slots
@@ -19,7 +20,9 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 FLINK_VERSION="${CSDATA_FLINK_VERSION:-1.19.3}"
-BEAM_VERSION="$(sed -n 's:.*<beam.version>\(.*\)</beam.version>.*:\1:p' "$HERE/job-server/pom.xml")"
+# The Beam whose Flink runner the cluster carries and whose job server csdata assembles: the
+# fallback's (job-server/pom.xml), or CSDATA_BEAM_RUNNER_VERSION where your Maven serves another.
+BEAM_VERSION="${CSDATA_BEAM_RUNNER_VERSION:-$(sed -n 's:.*<beam.version>\(.*\)</beam.version>.*:\1:p' "$HERE/job-server/pom.xml")}"
 CACHE="${CSDATA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csdata}"
 FLINK_HOME="$CACHE/flink-$FLINK_VERSION"
 JOB_SERVER="$CACHE/beam-flink-job-server-$BEAM_VERSION"
@@ -59,7 +62,7 @@ fetch_job_server() {
   command -v jar >/dev/null || die "the JDK's jar tool is missing (install a JDK 11 or 17)"
   echo "flink.sh: fetching Beam $BEAM_VERSION's Flink runner and its dependencies from Maven" >&2
   rm -rf "$JOB_SERVER.partial" && mkdir -p "$JOB_SERVER.partial"
-  mvn -q -f "$HERE/job-server/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
+  mvn -q -f "$HERE/job-server/pom.xml" dependency:copy-dependencies -DincludeScope=runtime -Dbeam.version="$BEAM_VERSION" \
     -DoutputDirectory="$JOB_SERVER.partial/lib" >&2 \
     || die "could not fetch Beam $BEAM_VERSION's Flink runner from Maven"
   # `java -jar` (how Beam starts a job server) ignores -cp: a jar whose manifest names the
@@ -101,7 +104,7 @@ EOF
 }
 
 flink_env() {
-  export FLINK_HOME FLINK_CONF_DIR="$CLUSTER/conf" FLINK_LOG_DIR="$CLUSTER/log" FLINK_PID_DIR="$CLUSTER"
+  export FLINK_HOME FLINK_LIB_DIR="$CLUSTER/lib" FLINK_CONF_DIR="$CLUSTER/conf" FLINK_LOG_DIR="$CLUSTER/log" FLINK_PID_DIR="$CLUSTER"
 }
 
 up() {
@@ -114,10 +117,20 @@ up() {
     port_taken "$port" && die "port $port is taken (another Flink or service?): stop it, or set CSDATA_FLINK_REST_PORT / CSDATA_FLINK_RPC_PORT"
   done
   fetch_flink
-  rm -rf "$CLUSTER" && mkdir -p "$CLUSTER/conf" "$CLUSTER/log"
+  fetch_job_server
+  rm -rf "$CLUSTER" && mkdir -p "$CLUSTER/conf" "$CLUSTER/log" "$CLUSTER/lib"
   cp "$FLINK_HOME"/conf/log4j*.properties "$FLINK_HOME"/conf/logback*.xml "$CLUSTER/conf/"
   sed -e "s/@REST_PORT@/$REST_PORT/; s/@RPC_PORT@/$RPC_PORT/; s:@TMP@:$CLUSTER/tmp:; s:@LOG@:$CLUSTER/log:" \
-    "$HERE/config.yaml" > "$CLUSTER/conf/config.yaml"
+    -e "s/@BEAM_VERSION@/$BEAM_VERSION/" "$HERE/config.yaml" > "$CLUSTER/conf/config.yaml"
+  # The cluster's class path: Flink's own jars, and Beam's Flink runner with what it needs (the
+  # job server's, less the Flink jars it was built against and those Flink's distribution has).
+  # Loaded parent-first (config.yaml), a job's Beam classes are the cluster's, and Beam's Flink
+  # runner then keeps a job's Python workers from one stage to the next
+  # (`--environment_cache_millis`) instead of booting new ones for every stage.
+  ln -s "$FLINK_HOME"/lib/*.jar "$CLUSTER/lib/"
+  for jar in "$JOB_SERVER"/lib/*.jar; do
+    case "$(basename "$jar")" in flink-*|kryo-*|slf4j-*) ;; *) ln -s "$jar" "$CLUSTER/lib/" ;; esac
+  done
   flink_env
   "$FLINK_HOME/bin/jobmanager.sh" start >/dev/null
   for _ in $(seq "$TASKMANAGERS"); do "$FLINK_HOME/bin/taskmanager.sh" start >/dev/null; done

@@ -5,10 +5,12 @@ from __future__ import annotations
 import base64
 import json
 import socket
+from typing import Optional
 
+import apache_beam
 import pytest
 
-from pipeline.engine.flink import cluster_args, job_server_jar, option_value
+from pipeline.engine.flink import FALLBACK_BEAM_VERSION, cluster_args, job_server_jar, option_value
 from pipeline.engine.flink_jobs import decode_varint, root_cause, user_counters
 from pipeline.engine.runner import check_beam_args
 from transforms.core.errors import UserError
@@ -60,13 +62,21 @@ BEAM_JAR = "/maven/beam-runners-flink-job-server.jar"
 @pytest.fixture
 def cluster(monkeypatch):
     """A Flink 1.19 cluster's REST API and a Maven repository that lacks Beam's job server (as
-    the registry reached here does); `cluster(flink=..., maven=200)` changes either. Returns the
+    the registry reached here does); `cluster(flink=..., maven=200)` changes either, and
+    `beam=VERSION` makes the cluster name the Beam runner in its class path. Returns the
     FlinkRunner arguments that name the cluster."""
     servers = []
 
-    def start(flink: str = "1.19.3", maven: int = 404) -> list[str]:
-        server = rest_server({"/overview": (200, OVERVIEW), "/config": (200, {"flink-version": flink}),
-                              BEAM_JAR: (maven, {})})
+    def start(flink: str = "1.19.3", maven: int = 404, beam: Optional[str] = None,
+              restarts: Optional[dict[str, str]] = None) -> list[str]:
+        restarts = restarts or {}
+        routes = {"/overview": (200, OVERVIEW), "/config": (200, {"flink-version": flink}),
+                  BEAM_JAR: (maven, {})}
+        if beam is not None:   # the cluster carries this Beam's runner in its class path
+            routes["/jobmanager/config"] = (200, [{"key": "parallelism.default", "value": "4"},
+                                                  {"key": "csdata.beam-runner-version", "value": beam},
+                                                  *({"key": k, "value": v} for k, v in restarts.items())])
+        server = rest_server(routes)
         servers.append(server)
         port = server.server_port
         monkeypatch.setattr("pipeline.engine.flink.beam_job_server",
@@ -112,10 +122,112 @@ def test_beam_keeps_its_own_job_server_found_in_its_jar_cache(cached_jar, cluste
     assert option_value(args, "flink_job_server_jar") is None
 
 
+def test_a_cluster_that_carries_the_fallbacks_runner_gets_the_fallback_even_where_beams_own_is_there(
+        cached_jar, cluster):
+    args = cluster_args(cluster(maven=200, beam=FALLBACK_BEAM_VERSION))
+    assert option_value(args, "flink_job_server_jar") == str(cached_jar)
+    assert option_value(args, "environment_cache_millis") == "10000"   # no restart strategy set
+
+
+def test_the_workers_are_kept_under_half_the_clusters_first_restart_delay(cached_jar, cluster):
+    restarts = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "3 s"}
+    args = cluster_args(cluster(beam=FALLBACK_BEAM_VERSION, restarts=restarts))
+    assert option_value(args, "environment_cache_millis") == "1500"
+    mine = cluster_args([*cluster(beam=FALLBACK_BEAM_VERSION, restarts=restarts), "--environment_cache_millis=0"])
+    assert option_value(mine, "environment_cache_millis") == "0"
+
+
+def test_a_cluster_without_beams_runner_gets_no_worker_cache(cached_jar, cluster):
+    assert option_value(cluster_args(cluster()), "environment_cache_millis") is None
+
+
+def test_a_cluster_that_carries_another_assembled_runner_gets_its_job_server(cached_jar, cluster):
+    # `CSDATA_BEAM_RUNNER_VERSION=2.70.0 make flink-fetch flink-up`: the job server assembled for
+    # that version, not the fallback's.
+    other = job_server_jar("2.70.0")
+    other.parent.mkdir(parents=True)
+    other.write_bytes(b"PK")
+    args = cluster_args(cluster(maven=200, beam="2.70.0"))
+    assert option_value(args, "flink_job_server_jar") == str(other) != str(cached_jar)
+
+
+def test_a_cluster_that_carries_this_beams_runner_gets_beams_own_job_server(cached_jar, cluster):
+    args = cluster_args(cluster(maven=200, beam=apache_beam.__version__))
+    assert option_value(args, "flink_job_server_jar") is None
+    assert option_value(args, "flink_version") == "1.19"
+
+
+@pytest.mark.parametrize("maven", [200, 404])
+def test_a_cluster_that_carries_a_runner_no_job_server_here_matches_is_one_line(cached_jar, cluster, maven):
+    with pytest.raises(UserError) as error:
+        cluster_args(cluster(maven=maven, beam="2.41.0"))
+    assert "Beam 2.41.0" in str(error.value) and "--flink_job_server_jar" in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_without_the_fallbacks_jar_a_cluster_carrying_its_runner_is_one_line(tmp_path, monkeypatch, cluster):
+    monkeypatch.setenv("CSDATA_CACHE_DIR", str(tmp_path))
+    with pytest.raises(UserError, match=f"Beam {FALLBACK_BEAM_VERSION}.*make flink-fetch"):
+        cluster_args(cluster(maven=200, beam=FALLBACK_BEAM_VERSION))
+
+
+def slow_cluster(monkeypatch, late: dict[str, int], beam: str):
+    """A cluster's REST API that answers each path of `late` only after that many requests time
+    out (csdata waits 0.2 s here), as a JobManager busy with another job's submission does."""
+    import http.server
+    import threading
+    import time
+
+    monkeypatch.setattr("pipeline.engine.flink.REST_TIMEOUT", 0.2)
+    routes = {"/overview": OVERVIEW, "/config": {"flink-version": "1.19.3"},
+              "/jobmanager/config": [{"key": "csdata.beam-runner-version", "value": beam}]}
+    asked: dict[str, int] = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked[self.path] = asked.get(self.path, 0) + 1
+            if asked[self.path] <= late.get(self.path, 0):
+                time.sleep(0.6)
+            data = json.dumps(routes.get(self.path, {})).encode()
+            self.send_response(200 if self.path in routes else 404)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, asked
+
+
+def test_a_busy_jobmanager_is_asked_again_before_a_run(cached_jar, monkeypatch):
+    server, asked = slow_cluster(monkeypatch, {"/overview": 2, "/jobmanager/config": 2}, FALLBACK_BEAM_VERSION)
+    try:
+        args = cluster_args(["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{server.server_port}"])
+    finally:
+        server.shutdown()
+    assert option_value(args, "parallelism") == "4"                       # the third answer
+    assert option_value(args, "flink_job_server_jar") == str(cached_jar)
+    assert asked["/overview"] == 3 and asked["/jobmanager/config"] == 3
+
+
+def test_a_cluster_whose_configuration_never_comes_is_one_line_not_a_guess(cached_jar, monkeypatch):
+    server, _ = slow_cluster(monkeypatch, {"/jobmanager/config": 3}, FALLBACK_BEAM_VERSION)
+    try:
+        with pytest.raises(UserError, match="did not say its configuration") as error:
+            cluster_args(["--runner=FlinkRunner", f"--flink_master=127.0.0.1:{server.server_port}"])
+    finally:
+        server.shutdown()
+    assert "\n" not in str(error.value)
+
+
 def test_what_the_user_passes_wins(cached_jar, cluster):
     master = cluster()
     given = [*master, "--environment_type=LOOPBACK", "--flink_job_server_jar=/opt/js.jar",
-             "--parallelism", "7", "--job_name=mine", "--experiments=pre_optimize=default"]
+             "--parallelism", "7", "--job_name=mine", "--experiments=pre_optimize=default",
+             "--environment_cache_millis=0"]
     assert cluster_args(given) == given
     endpoint = cluster_args([*master, "--job_endpoint=localhost:8099", "--parallelism=2"])
     assert option_value(endpoint, "flink_job_server_jar") is None
@@ -252,3 +364,41 @@ def test_the_flink_job_servers_own_options_are_accepted_for_a_cluster_only():
             check_beam_args(args)
     with pytest.raises(UserError, match="unrecognized option --numbr_of_execution_retries"):
         check_beam_args([*cluster, "--numbr_of_execution_retries=0"])
+
+
+def test_the_monitor_finds_the_job_after_an_answer_cut_short(monkeypatch, capsys):
+    # A JobManager that restarts mid-answer cuts its reply short (http.client.IncompleteRead, no
+    # OSError): the monitor asks again at its next poll rather than stop for the rest of the run.
+    import http.server
+    import threading
+    import time
+
+    from pipeline.engine.flink_jobs import JobMonitor
+
+    monkeypatch.setattr("pipeline.engine.flink_jobs.POLL_SECONDS", 0.05)
+    asked = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            data = json.dumps({"jobs": [{"jid": "f" * 32, "name": "csdata-x", "start-time": 1}]}).encode()
+            self.send_response(200 if self.path == "/jobs/overview" else 404)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:5] if asked.count("/jobs/overview") == 1 else data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with JobMonitor(f"127.0.0.1:{server.server_port}", "csdata-x") as monitor:
+            deadline = time.monotonic() + 10
+            while monitor.job_id is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+    finally:
+        server.shutdown()
+    assert asked.count("/jobs/overview") >= 2
+    assert monitor.job_id == "f" * 32
+    assert f"csdata: Flink job {'f' * 32} · " in capsys.readouterr().err

@@ -276,7 +276,12 @@ def test_ctrl_c_cancels_the_job_on_the_cluster_keeps_the_previous_output_and_sho
         if found:
             job_id = found.group(1)
             break
-    assert job_id is not None, "the run printed no Flink job id"
+    if job_id is None:
+        lines += driver.stderr.read().splitlines()
+        log = tmp_path / ".out.csdata" / "csdata.log"
+        tail = log.read_text().splitlines()[-40:] if log.exists() else []
+        raise AssertionError(f"the run printed no Flink job id (exit {driver.wait(timeout=60)}): {lines}; "
+                             f"the end of its log: {tail}")
     job_servers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and child_job_server(p, driver.pid)]
     assert job_servers, "no job server process under the driver"
     driver.send_signal(signal.SIGINT)
