@@ -28,6 +28,7 @@ the slot count before any work starts, and the job's progress and outcome while 
 """
 from __future__ import annotations
 
+import http.client
 import json
 import sys
 import urllib.error
@@ -122,21 +123,24 @@ def rest_get(master: str, path: str, timeout: Optional[float] = None) -> Any:
         return json.load(response)
 
 
-def timed_out(error: BaseException) -> bool:
-    """Whether a REST call failed by timing out (a busy JobManager), not by an answer or a refusal."""
+def passing_trouble(error: BaseException) -> bool:
+    """Whether a REST call failed by timing out or by an answer cut short (a busy or restarting
+    JobManager), not by an answer or a refusal."""
     reason = getattr(error, "reason", error)
-    return isinstance(reason, TimeoutError) or "timed out" in str(reason)
+    return (isinstance(reason, (TimeoutError, http.client.HTTPException))
+            or "timed out" in str(reason))
 
 
 def rest_get_patiently(master: str, path: str, tries: int = PREFLIGHT_TRIES) -> Any:
-    """`rest_get`, asked again when it times out: before a run, a JobManager busy with other
-    jobs (a submission, a collection) may answer late, and a late answer is still the answer."""
+    """`rest_get`, asked again when it times out or its answer is cut short: before a run, a
+    JobManager busy with other jobs (a submission, a collection) may answer late, and a late
+    answer is still the answer."""
     attempt = 1
     while True:
         try:
             return rest_get(master, path)
-        except (urllib.error.URLError, OSError) as error:
-            if attempt >= tries or isinstance(error, urllib.error.HTTPError) or not timed_out(error):
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+            if attempt >= tries or isinstance(error, urllib.error.HTTPError) or not passing_trouble(error):
                 raise
             attempt += 1
 
@@ -148,7 +152,7 @@ def total_slots(master: str) -> int:
     REST API does not answer or it has no slot at all."""
     try:
         overview = rest_get_patiently(master, "/overview")
-    except (urllib.error.URLError, OSError, ValueError) as error:
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as error:
         reason = getattr(error, "reason", error)
         raise UserError(f"--flink_master {master}: no Flink REST API answers there ({reason}); "
                         "start a cluster (make flink-up) or fix the address") from None
@@ -163,7 +167,7 @@ def cluster_flink_version(master: str) -> Optional[str]:
     """The cluster's Flink version as `major.minor` (REST `/config`), None when it does not say."""
     try:
         version = str(rest_get_patiently(master, "/config").get("flink-version", ""))
-    except (urllib.error.URLError, OSError, ValueError):
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
         return None
     parts = version.split(".")
     return ".".join(parts[:2]) if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) else None
@@ -200,27 +204,33 @@ def beam_can_get(url: str, jar_cache: Optional[str] = None) -> bool:
         return False
 
 
-def cluster_config(master: str) -> dict[str, str]:
+def cluster_config(master: str, needed: bool = True) -> dict[str, str]:
     """The cluster's configuration (REST `/jobmanager/config`) as key -> value; {} where the
-    REST API has no such report. A one-line UserError where it does not answer: guessing could
-    pick a job server whose classes clash with the cluster's."""
+    REST API has no such report (404). Where it does not answer, a one-line UserError if the
+    job server depends on it (`needed`: guessing could pick one whose classes clash with the
+    cluster's), else {}."""
     try:
         entries = rest_get_patiently(master, "/jobmanager/config")
-    except urllib.error.HTTPError:
-        return {}
-    except (urllib.error.URLError, OSError, ValueError) as error:
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as error:
+        if not needed or (isinstance(error, urllib.error.HTTPError) and error.code == 404):
+            return {}
         raise UserError(f"--flink_master {master}: its REST API did not say its configuration "
                         f"({getattr(error, 'reason', error)}); try again, or pass --flink_job_server_jar") from None
     return {str(e["key"]): str(e.get("value", "")) for e in entries if isinstance(e, dict) and "key" in e} \
         if isinstance(entries, list) else {}
 
 
+def names_job_server(args: Sequence[str]) -> bool:
+    """Whether the user names the job server (a jar, an endpoint, or Beam's uber-jar submission)."""
+    return any(option_value(args, name) is not None
+               for name in ("flink_job_server_jar", "job_endpoint")) or "--flink_submit_uber_jar" in args
+
+
 def job_server_args(args: Sequence[str], master: str, config: Mapping[str, str]) -> list[str]:
     """`--flink_version` and, where Beam cannot get its own job server or the cluster carries
     the runner of csdata's fallback, that fallback (see the module docstring); nothing where the
     user names a job server or endpoint."""
-    if any(option_value(args, name) is not None
-           for name in ("flink_job_server_jar", "job_endpoint")) or "--flink_submit_uber_jar" in args:
+    if names_job_server(args):
         return []
     added = []
     version = option_value(args, "flink_version")
@@ -292,7 +302,7 @@ def cluster_args(args: Sequence[str]) -> list[str]:
             added.append(f"--environment_options=process_command={boot}")
     if option_value(args, "parallelism") is None:
         added.append(f"--parallelism={total_slots(master)}")
-    config = cluster_config(master)
+    config = cluster_config(master, needed=not names_job_server(args))
     added.extend(job_server_args(args, master, config))
     if not any(a.startswith("--experiments=pre_optimize=") for a in args):
         # Fuse on the Python side: the job server's own fuser rejects a Flatten that reads

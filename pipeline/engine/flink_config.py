@@ -15,6 +15,8 @@ ENVIRONMENT_CACHE_MILLIS = 10_000
 DEFAULT_RESTART_DELAY_MILLIS = 1_000
 
 _UNITS = {
+    "ns": 1e-6, "nano": 1e-6, "nanos": 1e-6, "nanosecond": 1e-6, "nanoseconds": 1e-6,
+    "µs": 1e-3, "micro": 1e-3, "micros": 1e-3, "microsecond": 1e-3, "microseconds": 1e-3,
     "": 1.0, "ms": 1.0, "milli": 1.0, "millis": 1.0, "millisecond": 1.0, "milliseconds": 1.0,
     "s": 1e3, "sec": 1e3, "secs": 1e3, "second": 1e3, "seconds": 1e3,
     "m": 6e4, "min": 6e4, "minute": 6e4, "minutes": 6e4,
@@ -31,12 +33,12 @@ _NO_RESTARTS = frozenset({"none", "off", "disable"})
 
 
 def parse_duration_millis(text: str) -> Optional[int]:
-    """A Flink duration (`20 s`, `500ms`, `1 min`, a bare number of milliseconds) in
-    milliseconds; None when it is not one."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    """A Flink duration (`20 s`, `500ms`, `1 min`, a bare number of milliseconds; whole numbers,
+    as Flink's `TimeUtils` takes them) in whole milliseconds; None when it is not one."""
+    found = re.fullmatch(r"\s*(\d+)\s*([a-zA-Zµ]*)\s*", text)
     if not found or found.group(2).lower() not in _UNITS:
         return None
-    return int(float(found.group(1)) * _UNITS[found.group(2).lower()])
+    return int(int(found.group(1)) * _UNITS[found.group(2).lower()])
 
 
 def beam_runner_version(config: Mapping[str, str]) -> Optional[str]:

@@ -5,7 +5,8 @@
 #
 #   flink.sh fetch   Flink's distribution (PyPI wheels, unpacked) and the job server class path
 #                    (Maven) into the cache; offline after the first time
-#   flink.sh up      a JobManager (REST and web UI on localhost:8081) and two TaskManagers with
+#   flink.sh up      (fetching first what is not cached, as `fetch` does: Maven for the job server)
+#                    a JobManager (REST and web UI on localhost:8081) and two TaskManagers with
 #                    two slots each, Beam's Flink runner (the fetched job server's version) in
 #                    their class path; returns once both TaskManagers are registered. A watchdog
 #                    starts a new TaskManager when one dies, as a cluster manager (Kubernetes,
@@ -123,13 +124,16 @@ up() {
   sed -e "s/@REST_PORT@/$REST_PORT/; s/@RPC_PORT@/$RPC_PORT/; s:@TMP@:$CLUSTER/tmp:; s:@LOG@:$CLUSTER/log:" \
     -e "s/@BEAM_VERSION@/$BEAM_VERSION/" "$HERE/config.yaml" > "$CLUSTER/conf/config.yaml"
   # The cluster's class path: Flink's own jars, and Beam's Flink runner with what it needs (the
-  # job server's, less the Flink jars it was built against and those Flink's distribution has).
+  # job server's, less the Flink jars it was built against, and the Kryo and SLF4J that Flink has).
   # Loaded parent-first (config.yaml), a job's Beam classes are the cluster's, and Beam's Flink
   # runner then keeps a job's Python workers from one stage to the next
-  # (`--environment_cache_millis`) instead of booting new ones for every stage.
+  # (`--environment_cache_millis`) instead of booting new ones for every stage. Flink's scripts
+  # put flink-dist last, so where both bring a library (commons-lang3, say) the job server's
+  # copy is the one loaded: the Flink suite (make services-test) runs on this class path.
   ln -s "$FLINK_HOME"/lib/*.jar "$CLUSTER/lib/"
   for jar in "$JOB_SERVER"/lib/*.jar; do
-    case "$(basename "$jar")" in flink-*|kryo-*|slf4j-*) ;; *) ln -s "$jar" "$CLUSTER/lib/" ;; esac
+    case "$(basename "$jar")" in flink-*|kryo-*|slf4j-*) continue ;; esac
+    [ -e "$CLUSTER/lib/$(basename "$jar")" ] || ln -s "$jar" "$CLUSTER/lib/"   # Flink's own wins
   done
   flink_env
   "$FLINK_HOME/bin/jobmanager.sh" start >/dev/null

@@ -15,8 +15,8 @@ from pipeline.engine.flink_config import (
 
 @pytest.mark.parametrize("text, millis", [
     ("20 s", 20_000), ("500ms", 500), ("1 min", 60_000), ("250", 250), ("2h", 7_200_000),
-    ("1.5 s", 1_500), (" 3 seconds ", 3_000), ("1 d", 86_400_000),
-    ("abc", None), ("5 weeks", None), ("", None), ("-1 s", None),
+    (" 3 seconds ", 3_000), ("1 d", 86_400_000), ("1500 µs", 1), ("2000000 ns", 2), ("10 MIN", 600_000),
+    ("abc", None), ("5 weeks", None), ("", None), ("-1 s", None), ("1.5 s", None),
 ])
 def test_flink_durations(text, millis):
     assert parse_duration_millis(text) == millis
@@ -43,6 +43,7 @@ def test_the_first_restart_delay(config, delay):
     ({"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "30 s"}, 10_000),
     ({"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "3 s"}, 1_500),
     ({"restart-strategy.type": "exponential-delay"}, 500),
+    ({"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "300 ms"}, 150),
 ])
 def test_workers_are_kept_under_half_the_first_restart_delay(config, millis):
     assert environment_cache_millis(config) == millis
