@@ -51,11 +51,12 @@ SLOWEST := --durations=10
 TEST_TIMEOUT ?= 900
 SERVICES_TIMEOUT ?= 600
 
-# The whole suite, then the tests on the real Flink cluster and S3 server (which `services-test`
-# starts and stops).
-test: lint docs-check browser-deps
-	$(PY) -m pytest -m "not flink and not s3" $(XDIST) $(SLOWEST) --timeout=$(TEST_TIMEOUT)
-	$(MAKE) services-test
+# Every check: lint, types, the documentation site, the unit suite, and the tests on the real
+# Flink cluster and S3 server (started and stopped here), in three steps that each run side by
+# side what does not share a server (tests/suite.sh says which).
+test: $(STAMP) $(WORDNET_STAMP) browser-deps
+	PY=$(PY) XDIST="$(XDIST)" SLOWEST="$(SLOWEST)" TEST_TIMEOUT=$(TEST_TIMEOUT) \
+	  SERVICES_TIMEOUT=$(SERVICES_TIMEOUT) MAKE="$(MAKE)" tests/suite.sh
 
 # The readers of files other people made, fuzzed (tests/fuzz): `make test` runs 100 fixed cases
 # per reader; this runs FUZZ_EXAMPLES random ones each and prints how many ran.
