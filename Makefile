@@ -75,12 +75,14 @@ test test-fast test-beam services-test: export OMP_NUM_THREADS ?= 1
 TEST_TIMEOUT ?= 900
 SERVICES_TIMEOUT ?= 600
 
-# Every check: lint, types, the documentation site, the unit suite, and the tests on the real
-# Flink cluster and S3 server (started and stopped here), in three steps that each run side by
-# side what does not share a server (tests/suite.sh says which).
+# Every check: lint and types beside the documentation site's build (each uses one core), the
+# unit suite, then the tests on the real Flink cluster and S3 server (which `services-test` starts
+# and stops). The unit suite does not run beside the Flink faults: tried, the two together took
+# longer than one after the other (both CPU-bound here, and the cluster's JVMs on top).
 test: $(STAMP) $(WORDNET_STAMP) browser-deps
-	PY=$(PY) XDIST="$(XDIST)" SLOWEST="$(SLOWEST)" TEST_TIMEOUT=$(TEST_TIMEOUT) \
-	  SERVICES_TIMEOUT=$(SERVICES_TIMEOUT) MAKE="$(MAKE)" tests/suite.sh
+	$(MAKE) --no-print-directory -j2 lint docs-check
+	$(PY) -m pytest -m "not flink and not s3" $(XDIST) $(SLOWEST) --timeout=$(TEST_TIMEOUT)
+	$(MAKE) services-test
 
 # The readers of files other people made, fuzzed (tests/fuzz): `make test` runs 100 fixed cases
 # per reader; this runs FUZZ_EXAMPLES random ones each and prints how many ran.
