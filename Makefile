@@ -21,7 +21,9 @@ venv: $(STAMP) $(WORDNET_STAMP)
 # The install goes through uv (from PyPI: the same resolution as pip's, several times faster, in
 # parallel) where uv installs and pip's configuration says nothing uv would not see: a pip set up
 # for another index, a proxy or a client certificate installs with pip itself, as does a machine
-# with no uv wheel. pip's find-links folders that exist and its CA bundle are passed on.
+# with no uv wheel. pip's find-links folders that exist and its CA bundle are passed on. Like
+# pip, uv compiles the bytecode at install: where PYTHONDONTWRITEBYTECODE is set, nothing else
+# would, and every interpreter would compile Beam and torch again.
 EXTRAS := .[dev,neural,annotators,docs]
 PIP_TO_UV := import re, subprocess, sys; \
   conf = subprocess.run([sys.argv[1], "-m", "pip", "config", "list"], capture_output=True, text=True).stdout; \
@@ -33,12 +35,12 @@ PIP_TO_UV := import re, subprocess, sys; \
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	set -- $$($(PY) -c '$(PIP_TO_UV)' $(PY)); \
+	@set -- $$($(PY) -c '$(PIP_TO_UV)' $(PY)); \
 	if [ "$$1" = uv ] && $(PY) -m pip install --quiet --disable-pip-version-check --only-binary=:all: uv; then \
 	  shift; links=""; for a; do case $$a in SSL_CERT_FILE=*) export "$$a";; *) links="$$links $$a";; esac; done; \
-	  $(VENV)/bin/uv pip install --quiet --python $(PY) $$links -e '$(EXTRAS)'; \
+	  set -x; $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) $$links -e '$(EXTRAS)'; \
 	else \
-	  $(PY) -m pip install --quiet --disable-pip-version-check -e '$(EXTRAS)'; \
+	  set -x; $(PY) -m pip install --quiet --disable-pip-version-check -e '$(EXTRAS)'; \
 	fi
 	touch $(STAMP)
 
