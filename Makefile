@@ -18,27 +18,44 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 venv: $(STAMP) $(WORDNET_STAMP)
 
-# The install goes through uv (from PyPI: the same resolution as pip's, several times faster, in
-# parallel) where uv installs and pip's configuration says nothing uv would not see: a pip set up
-# for another index, a proxy or a client certificate installs with pip itself, as does a machine
-# with no uv wheel. pip's find-links folders that exist and its CA bundle are passed on. Like
-# pip, uv compiles the bytecode at install: where PYTHONDONTWRITEBYTECODE is set, nothing else
-# would, and every interpreter would compile Beam and torch again.
+# The install goes through uv (from PyPI: it installs the same requirements as pip, in parallel,
+# several times faster) where uv installs and pip is configured with nothing but settings uv is
+# given here (find-links folders, a CA bundle) or that change no package (timeouts, output):
+# a pip set up for another index, a proxy, constraints or other choices installs with pip itself,
+# as does a machine with no uv wheel, and so does any install uv fails. Like pip, uv compiles the
+# bytecode at install: where PYTHONDONTWRITEBYTECODE is set, nothing else would, and every
+# interpreter would compile Beam and torch again. CHOOSE_INSTALLER prints the installer and its
+# options (its name must not start with PIP_, or pip would read it as one of its settings).
 EXTRAS := .[dev,neural,annotators,docs]
-PIP_TO_UV := import re, subprocess, sys; \
-  conf = subprocess.run([sys.argv[1], "-m", "pip", "config", "list"], capture_output=True, text=True).stdout; \
-  pairs = re.findall(r"^[^.\n]*\.([a-z-]+)=\x27(.*)\x27$$", conf, re.M); \
-  own = {"index-url", "extra-index-url", "no-index", "proxy", "trusted-host", "client-cert"}; \
-  links = [w for k, v in pairs if k == "find-links" for w in v.split() if "://" in w or __import__("os").path.isdir(w)]; \
-  certs = [v for k, v in pairs if k == "cert"]; \
-  print("pip" if own & {k for k, _ in pairs} else " ".join(["uv", *("--find-links=" + w for w in links)] + (["SSL_CERT_FILE=" + certs[-1]] if certs else [])))
+define CHOOSE_INSTALLER
+import ast, os, re, shlex, subprocess, sys
+listed = subprocess.run([sys.argv[1], "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
+try:
+    settings = [(where, key, ast.literal_eval(value))
+                for where, key, value in re.findall(r"^([^.\n]*)\.([a-z-]+)=(.*)$$", listed, re.M)]
+except (ValueError, SyntaxError):
+    settings = [("", "unreadable", "")]
+harmless = {"find-links", "cert", "timeout", "default-timeout", "retries", "disable-pip-version-check",
+            "quiet", "verbose", "progress-bar", "no-color", "no-input", "cache-dir", "no-cache-dir",
+            "root-user-action"}
+if any(key not in harmless for _, key, _ in settings):
+    print("pip")
+else:
+    links = [word for _, key, value in settings if key == "find-links" for word in value.split()
+             if "://" in word or os.path.isdir(word)]
+    certs = sorted((where != ":env:", value) for where, key, value in settings if key == "cert")
+    cert = ["SSL_CERT_FILE=" + certs[0][1]] if certs else []
+    print(shlex.join(["uv", *cert, *("--find-links=" + link for link in links)]))
+endef
+export CHOOSE_INSTALLER
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	@set -- $$($(PY) -c '$(PIP_TO_UV)' $(PY)); \
+	@eval "set -- $$($(PY) -c "$$CHOOSE_INSTALLER" $(PY))"; \
 	if [ "$$1" = uv ] && $(PY) -m pip install --quiet --disable-pip-version-check --only-binary=:all: uv; then \
-	  shift; links=""; for a; do case $$a in SSL_CERT_FILE=*) export "$$a";; *) links="$$links $$a";; esac; done; \
-	  set -x; $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) $$links -e '$(EXTRAS)'; \
+	  shift; case "$${1-}" in SSL_CERT_FILE=*) export "$$1"; shift;; esac; \
+	  set -x; $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) "$$@" -e '$(EXTRAS)' \
+	  || $(PY) -m pip install --quiet --disable-pip-version-check -e '$(EXTRAS)'; \
 	else \
 	  set -x; $(PY) -m pip install --quiet --disable-pip-version-check -e '$(EXTRAS)'; \
 	fi
@@ -82,7 +99,7 @@ SERVICES_TIMEOUT ?= 600
 # and stops). The unit suite does not run beside the Flink faults: tried, the two together took
 # longer than one after the other (both CPU-bound here, and the cluster's JVMs on top).
 test: $(STAMP) $(WORDNET_STAMP) browser-deps
-	$(MAKE) --no-print-directory -j2 lint docs-check
+	$(MAKE) --no-print-directory --output-sync=target -j2 lint docs-check
 	$(PY) -m pytest -m "not flink and not s3" $(XDIST) $(SLOWEST) --timeout=$(TEST_TIMEOUT)
 	$(MAKE) services-test
 
