@@ -27,6 +27,7 @@ venv: $(STAMP) $(WORDNET_STAMP)
 # interpreter would compile Beam and torch again. CHOOSE_INSTALLER prints the installer and its
 # options (its name must not start with PIP_, or pip would read it as one of its settings).
 EXTRAS := .[dev,neural,annotators,docs]
+PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check -e '$(EXTRAS)'
 define CHOOSE_INSTALLER
 import ast, os, re, shlex, subprocess, sys
 listed = subprocess.run([sys.argv[1], "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
@@ -55,9 +56,9 @@ $(STAMP): pyproject.toml
 	if [ "$$1" = uv ] && $(PY) -m pip install --quiet --disable-pip-version-check --only-binary=:all: uv; then \
 	  shift; case "$${1-}" in SSL_CERT_FILE=*) export "$$1"; shift;; esac; \
 	  set -x; $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) "$$@" -e '$(EXTRAS)' \
-	  || $(PY) -m pip install --quiet --disable-pip-version-check -e '$(EXTRAS)'; \
+	  || $(PIP_INSTALL); \
 	else \
-	  set -x; $(PY) -m pip install --quiet --disable-pip-version-check -e '$(EXTRAS)'; \
+	  set -x; $(PIP_INSTALL); \
 	fi
 	touch $(STAMP)
 
